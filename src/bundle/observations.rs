@@ -1,0 +1,208 @@
+//! Other evidence: health checks, APF state, log findings, events, and gaps.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ObjectRef;
+
+/// Which health endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthEndpoint {
+    /// kube-apiserver `/readyz?verbose`.
+    ApiserverReadyz,
+    /// kube-apiserver `/livez?verbose`.
+    ApiserverLivez,
+    /// kube-apiserver `/healthz?verbose`.
+    ApiserverHealthz,
+    /// etcd `/health` or `etcdctl endpoint health`.
+    EtcdHealth,
+}
+
+/// One `[+]name ok` / `[-]name failed: reason` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheckItem {
+    /// Check name, e.g. `etcd`, `poststarthook/start-apiextensions-controllers`.
+    pub name: String,
+    /// `[+]` (true) or `[-]` (false).
+    pub ok: bool,
+    /// Text after `failed:` (often `reason withheld`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The result of one health endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheck {
+    /// Which endpoint.
+    pub endpoint: HealthEndpoint,
+    /// Overall result (`readyz check passed`, etcd `health: true`).
+    pub ok: bool,
+    /// Individual checks (verbose output).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<HealthCheckItem>,
+    /// Error text when the endpoint could not be read or answered unhealthy (`took too long`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The endpoint URL or `host:port` (etcd), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Where it was read (file or URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+/// One priority level from `/debug/api_priority_and_fairness/dump_priority_levels` and
+/// `dump_queues` (summed over queues).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApfPriorityLevelState {
+    /// Priority level name.
+    pub priority_level: String,
+    /// Exempt levels have no queues.
+    #[serde(default)]
+    pub exempt: bool,
+    /// `ActiveQueues`.
+    #[serde(default)]
+    pub active_queues: u64,
+    /// `IsIdle`.
+    #[serde(default)]
+    pub idle: bool,
+    /// `IsQuiescing`.
+    #[serde(default)]
+    pub quiescing: bool,
+    /// `WaitingRequests`.
+    #[serde(default)]
+    pub waiting_requests: u64,
+    /// `ExecutingRequests`.
+    #[serde(default)]
+    pub executing_requests: u64,
+    /// Number of queues in `dump_queues` for the level, when supplied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<u64>,
+    /// Sum of `PendingRequests` over its queues, when supplied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_in_queues: Option<u64>,
+}
+
+/// Which process wrote a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Component {
+    /// kube-apiserver (aggregator and apiextensions included).
+    KubeApiserver,
+    /// An extension (aggregated) API server.
+    ExtensionApiserver,
+    /// etcd.
+    Etcd,
+    /// A webhook server.
+    Webhook,
+    /// Could not be told from the content.
+    Unknown,
+}
+
+/// A known error line found in a log (REFERENCE §2), folded by pattern.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogFinding {
+    /// Stable pattern id, e.g. `webhook-failing-closed`, `sar-forbidden`, `etcd-no-server-preface`.
+    pub pattern: String,
+    /// Which process wrote it, judged from the content.
+    pub component: Component,
+    /// klog severity letter (`I`, `W`, `E`, `F`) or the JSON level, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<String>,
+    /// First occurrence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen: Option<jiff::Timestamp>,
+    /// Last occurrence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<jiff::Timestamp>,
+    /// Number of lines that matched.
+    pub count: u64,
+    /// The first matching line's message (without the klog header), truncated to 1 KiB.
+    pub message: String,
+    /// Values the pattern extracted (e.g. `webhook`, `user`, `resource`, `apiservice`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub fields: std::collections::BTreeMap<String, String>,
+    /// The object the line names, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<ObjectRef>,
+    /// The file it was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+/// A Kubernetes Event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    /// The object the event is about.
+    pub involved: ObjectRef,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// e.g. `FailedCreate`, `Unhealthy`.
+    pub reason: String,
+    /// Message.
+    pub message: String,
+    /// `count` / `series.count`.
+    #[serde(default = "one")]
+    pub count: u64,
+    /// Last time seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<jiff::Timestamp>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Why a piece of evidence is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GapReason {
+    /// 403 from the API server (RBAC).
+    Forbidden,
+    /// 401.
+    Unauthorized,
+    /// The request timed out.
+    Timeout,
+    /// The server does not serve this API (404 on discovery) — e.g. no flowcontrol on old clusters.
+    NotServed,
+    /// The target could not be reached (connection refused, DNS, no route).
+    Unreachable,
+    /// Not part of the raw files supplied.
+    NotSupplied,
+    /// A supplied file whose kind could not be recognised; it was skipped.
+    Skipped,
+    /// Anything else (the detail says what).
+    Error,
+}
+
+/// What could not be collected or was not supplied, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Gap {
+    /// What is missing: a source id such as `metrics/apiserver`, `objects/apiservices`,
+    /// `tls/APIService/v1beta1.metrics.k8s.io`, or `file:<path>` for a skipped file.
+    pub source: String,
+    /// Why.
+    pub reason: GapReason,
+    /// Detail (the error text, the file's first line, …).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+impl Gap {
+    /// A gap with detail.
+    pub fn new(source: impl Into<String>, reason: GapReason, detail: impl Into<String>) -> Self {
+        Gap {
+            source: source.into(),
+            reason,
+            detail: detail.into(),
+        }
+    }
+}

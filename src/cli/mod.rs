@@ -1,0 +1,95 @@
+//! The command line: clap definitions, dispatch, and the mapping of outcomes to exit codes.
+//!
+//! One file per subcommand; none of them holds domain logic — they parse arguments, call into
+//! `bundle`, `engine`, `collect`, `report` or `refserver`, and write to stdout. Errors are printed
+//! here, once, with their context chain.
+//!
+//! Exit codes (DESIGN §4, like `kubectl diff`): 0 nothing at or above `--fail-on`; 1 findings (or a
+//! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
+
+mod import;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code: nothing at or above the threshold.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: findings at or above the threshold, a replay mismatch, a failing rule test.
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit code: usage or input error.
+pub const EXIT_INPUT: u8 = 2;
+/// Exit code: the cluster could not be reached at all.
+pub const EXIT_UNREACHABLE: u8 = 3;
+
+/// An error that carries its exit code. Anything else that reaches `main` is an input error (2).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CliError {
+    /// Exit code to use.
+    pub code: u8,
+    /// One-line message.
+    pub message: String,
+}
+
+/// kubectl extpath: which layer of the API server owns a failure on an extension path.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl extpath",
+    bin_name = "kubectl extpath",
+    version = crate::VERSION,
+    about = "Tell which layer of the Kubernetes API server owns a failure on an extension path",
+    long_about = None,
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate an evidence bundle and print it back, or build one from raw incident files.
+    Import(import::ImportArgs),
+}
+
+/// Entry point used by `main`.
+pub fn main() -> ExitCode {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::from(EXIT_OK);
+            }
+            let code = err
+                .downcast_ref::<CliError>()
+                .map(|e| e.code)
+                .unwrap_or(EXIT_INPUT);
+            eprintln!("error: {err:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Import(args) => import::run(args),
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Output format of documents (bundles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DocFormat {
+    /// YAML.
+    Yaml,
+    /// JSON.
+    Json,
+}

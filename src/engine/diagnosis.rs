@@ -1,0 +1,345 @@
+//! The engine's output: one verdict per subject, and a summary. This is the JSON contract
+//! (`-o json`, `docs/diagnosis.schema.json`) that CI gates and other tools read, so its field names
+//! are stable and changes to them are versioned with `apiVersion`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::{Gap, Rung};
+
+/// `apiVersion` of a Diagnosis document.
+pub const DIAGNOSIS_API_VERSION: &str = "extpath.dev/v1alpha1";
+/// `kind` of a Diagnosis document.
+pub const DIAGNOSIS_KIND: &str = "Diagnosis";
+
+/// The layer that owns a failure (DESIGN §1), or `Healthy` / `Inconclusive`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum Class {
+    /// APIService registration, Service/endpoints, proxy TLS, discovery, extension server availability.
+    Aggregation,
+    /// Mutating/validating webhooks, CRD conversion webhooks.
+    Admission,
+    /// Authentication and authorization, in kube-apiserver and in the extension server.
+    Auth,
+    /// API Priority and Fairness, max-in-flight.
+    #[serde(rename = "APF")]
+    Apf,
+    /// storage.Interface and etcd.
+    Storage,
+    /// Watch streams and the watch cache.
+    Watch,
+    /// Not this tool's: controllers, kubelet, the extension server's own backend.
+    OutOfScope,
+    /// Nothing wrong on the subject.
+    Healthy,
+    /// The evidence needed to judge the subject is missing.
+    Inconclusive,
+}
+
+impl Class {
+    /// Every class, in the order the documentation lists them.
+    pub const ALL: [Class; 9] = [
+        Class::Aggregation,
+        Class::Admission,
+        Class::Auth,
+        Class::Apf,
+        Class::Storage,
+        Class::Watch,
+        Class::OutOfScope,
+        Class::Healthy,
+        Class::Inconclusive,
+    ];
+
+    /// The name as written in rules and output (`APF`, `OutOfScope`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Aggregation => "Aggregation",
+            Class::Admission => "Admission",
+            Class::Auth => "Auth",
+            Class::Apf => "APF",
+            Class::Storage => "Storage",
+            Class::Watch => "Watch",
+            Class::OutOfScope => "OutOfScope",
+            Class::Healthy => "Healthy",
+            Class::Inconclusive => "Inconclusive",
+        }
+    }
+
+    /// Parse a class name (case-insensitive).
+    pub fn parse(s: &str) -> Option<Class> {
+        Class::ALL
+            .into_iter()
+            .find(|c| c.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+impl std::fmt::Display for Class {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How bad a verdict is. Ordered: `Info < Warning < Critical`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    Default,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Healthy, or informational.
+    #[default]
+    Info,
+    /// A risk, or degraded.
+    Warning,
+    /// Broken.
+    Critical,
+}
+
+impl Severity {
+    /// `info`, `warning`, `critical`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a verdict is about.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum SubjectKind {
+    /// An APIService, by name (`v1beta1.metrics.k8s.io`).
+    #[serde(rename = "APIService")]
+    ApiService,
+    /// One validating webhook, by its `webhooks[].name`; `parent` is its configuration.
+    ValidatingWebhook,
+    /// One mutating webhook, by its `webhooks[].name`; `parent` is its configuration.
+    MutatingWebhook,
+    /// A CRD, by name.
+    CustomResourceDefinition,
+    /// An APF FlowSchema.
+    FlowSchema,
+    /// An APF PriorityLevelConfiguration.
+    PriorityLevel,
+    /// kube-apiserver as a whole (name `kube-apiserver`): cluster-wide findings.
+    #[serde(rename = "APIServer")]
+    ApiServer,
+    /// etcd (name `etcd`).
+    Etcd,
+    /// One failing request known from client output or a probe.
+    Request,
+}
+
+impl SubjectKind {
+    /// Every subject kind.
+    pub const ALL: [SubjectKind; 9] = [
+        SubjectKind::ApiService,
+        SubjectKind::ValidatingWebhook,
+        SubjectKind::MutatingWebhook,
+        SubjectKind::CustomResourceDefinition,
+        SubjectKind::FlowSchema,
+        SubjectKind::PriorityLevel,
+        SubjectKind::ApiServer,
+        SubjectKind::Etcd,
+        SubjectKind::Request,
+    ];
+
+    /// The name as written in rules and output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubjectKind::ApiService => "APIService",
+            SubjectKind::ValidatingWebhook => "ValidatingWebhook",
+            SubjectKind::MutatingWebhook => "MutatingWebhook",
+            SubjectKind::CustomResourceDefinition => "CustomResourceDefinition",
+            SubjectKind::FlowSchema => "FlowSchema",
+            SubjectKind::PriorityLevel => "PriorityLevel",
+            SubjectKind::ApiServer => "APIServer",
+            SubjectKind::Etcd => "Etcd",
+            SubjectKind::Request => "Request",
+        }
+    }
+
+    /// Parse a subject kind name (case-insensitive).
+    pub fn parse(s: &str) -> Option<SubjectKind> {
+        SubjectKind::ALL
+            .into_iter()
+            .find(|k| k.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+impl std::fmt::Display for SubjectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The subject of a verdict.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub struct Subject {
+    /// Kind.
+    pub kind: SubjectKind,
+    /// Name.
+    pub name: String,
+    /// Namespace (always `null` for the current kinds; kept for namespaced subjects to come).
+    pub namespace: Option<String>,
+    /// The containing object: a webhook's configuration.
+    pub parent: Option<String>,
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.kind, self.name)
+    }
+}
+
+/// One rule that fired on a subject, with the values of its evidence expressions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RuleHit {
+    /// Rule id (`aggregation-service-missing`).
+    pub id: String,
+    /// The rule's class.
+    pub class: Class,
+    /// The rule's severity.
+    pub severity: Severity,
+    /// The rung the rule tests.
+    pub rung: Rung,
+    /// The rule's summary, rendered for this subject.
+    pub summary: String,
+    /// Named evidence values, in the rule's order.
+    pub evidence: BTreeMap<String, serde_json::Value>,
+}
+
+/// A class the verdict excludes, and the fact that excludes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RuledOut {
+    /// The excluded class.
+    pub class: Class,
+    /// Why, in words that name the fact.
+    pub because: String,
+    /// The rule that ruled it out.
+    pub rule: String,
+}
+
+/// A finding explained by an earlier failing rung.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Consequence {
+    /// The rule that fired.
+    pub rule: String,
+    /// Its class.
+    pub class: Class,
+    /// Its rung.
+    pub rung: Rung,
+    /// Its summary, rendered.
+    pub summary: String,
+}
+
+/// A waiver that applied to a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AppliedWaiver {
+    /// The waiver's reason.
+    pub reason: String,
+    /// Its expiry date.
+    pub expires: String,
+}
+
+/// One verdict per subject.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// What it is about.
+    pub subject: Subject,
+    /// Objects it maps to (a Request's APIService, webhook or CRD; an APIService's Service).
+    pub related: Vec<Subject>,
+    /// The owning layer.
+    pub class: Class,
+    /// How bad.
+    pub severity: Severity,
+    /// 0..1: how strongly the evidence supports the class.
+    pub confidence: f64,
+    /// The rung of the deciding rule.
+    pub rung: Option<Rung>,
+    /// One sentence: the deciding rule's summary.
+    pub summary: String,
+    /// The rules that decided the verdict (same class and rung as the verdict), with evidence.
+    pub rules: Vec<RuleHit>,
+    /// Classes ruled out, and by which fact.
+    pub ruled_out: Vec<RuledOut>,
+    /// Findings explained by the earlier failing rung.
+    pub consequences: Vec<Consequence>,
+    /// Commands to run next.
+    pub next: Vec<String>,
+    /// Set when a waiver matched; a waived verdict does not count toward `--fail-on`.
+    pub waived: Option<AppliedWaiver>,
+}
+
+/// Totals over all verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+pub struct Summary {
+    /// Number of verdicts.
+    pub subjects: usize,
+    /// Verdicts per class.
+    pub by_class: BTreeMap<String, usize>,
+    /// Verdicts per severity.
+    pub by_severity: BTreeMap<String, usize>,
+    /// The highest severity of any non-waived verdict (`Inconclusive` counts as warning).
+    pub worst: Severity,
+    /// One line for humans: the most important verdict, or "no findings".
+    pub headline: String,
+}
+
+/// A waiver that matched nothing, or has expired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WaiverNotice {
+    /// The waiver's rule.
+    pub rule: String,
+    /// The waiver's subject.
+    pub subject: String,
+    /// `unmatched` or `expired`.
+    pub problem: String,
+    /// Its reason.
+    pub reason: String,
+}
+
+/// The engine's whole answer for one bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Diagnosis {
+    /// `extpath.dev/v1alpha1`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    /// `Diagnosis`.
+    pub kind: String,
+    /// The time the evidence describes (the bundle's collection time).
+    pub collected_at: Option<jiff::Timestamp>,
+    /// One per subject, most severe first.
+    pub verdicts: Vec<Verdict>,
+    /// The bundle's gaps: what the verdicts could not see.
+    pub gaps: Vec<Gap>,
+    /// Waivers that matched nothing or have expired.
+    pub waiver_notices: Vec<WaiverNotice>,
+    /// Totals.
+    pub summary: Summary,
+}

@@ -1,0 +1,6 @@
+//! The one integration test binary (one link step keeps `cargo test` fast on 2 cores).
+//! Each area of the tool has its own module.
+
+mod util;
+
+mod bundle_load;

@@ -69,3 +69,41 @@ impl MetricsSource {
         self.window.is_some()
     }
 }
+
+/// The families extpath keeps from a kube-apiserver or etcd `/metrics`: what the rules read.
+pub fn default_selection() -> crate::promtext::Selection {
+    crate::promtext::Selection::names([
+        "apiserver_request_terminations_total",
+        "apiserver_request_total",
+        "apiserver_dropped_requests_total",
+        "apiserver_current_inflight_requests",
+        "apiserver_crd_conversion_webhook_duration_seconds",
+        "etcd_request_duration_seconds",
+        "etcd_requests_total",
+        "etcd_request_errors_total",
+        "apiserver_storage_objects",
+        "apiserver_resource_objects",
+        "apiserver_storage_size_bytes",
+        "apiserver_storage_db_total_size_in_bytes",
+        "apiserver_terminated_watchers_total",
+        "apiserver_watch_cache_read_wait_seconds",
+        "authentication_attempts",
+        "authorization_attempts_total",
+        "apiserver_authorization_decisions_total",
+        "apiserver_client_certificate_expiration_seconds",
+        "apiserver_tls_handshake_errors_total",
+        "process_start_time_seconds",
+    ])
+    .with_prefix("aggregator_")
+    .with_prefix("apiserver_admission_webhook_")
+    .with_prefix("apiserver_conversion_webhook_")
+    .with_prefix("apiserver_flowcontrol_")
+    .with_prefix("apiserver_authorization_webhook_")
+    .with_prefix("apiserver_delegated_")
+    .with_prefix("apiserver_webhooks_x509_")
+    .with_prefix("apiserver_kube_aggregator_x509_")
+    .with_prefix("etcd_disk_")
+    .with_prefix("etcd_server_")
+    .with_prefix("etcd_mvcc_db_")
+    .with_prefix("etcd_network_peer_")
+}

@@ -7,7 +7,9 @@
 //! Exit codes (DESIGN §4, like `kubectl diff`): 0 nothing at or above `--fail-on`; 1 findings (or a
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
+mod collect;
 mod import;
+mod kube_flags;
 
 use std::process::ExitCode;
 
@@ -50,6 +52,8 @@ pub struct Cli {
 enum Command {
     /// Validate an evidence bundle and print it back, or build one from raw incident files.
     Import(import::ImportArgs),
+    /// Collect an evidence bundle from the live cluster (read-only) and print it.
+    Collect(Box<collect::CollectArgs>),
 }
 
 /// Entry point used by `main`.
@@ -75,6 +79,7 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Import(args) => import::run(args),
+        Command::Collect(args) => collect::run(*args),
     }
 }
 

@@ -125,16 +125,44 @@ pub async fn probe_all(
                     Ok(r) => r,
                     Err(_) => Err(FetchError::Timeout(f.request_timeout())),
                 };
-                probes.push(probe_from("GET", &list_path, Rung::Verb, owner, &res));
+                let probe = probe_from("GET", &list_path, Rung::Verb, owner.clone(), &res);
+                if let Some(why) = own_permission_denied(&probe) {
+                    return (probes, Some(Gap::new(
+                        format!("probes/verb/{owner}"),
+                        GapReason::Forbidden,
+                        why,
+                    )));
+                }
+                probes.push(probe);
             }
-            probes
+            (probes, None)
         })
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    let mut probes: Vec<Probe> = results.into_iter().flatten().collect();
+    let mut probes = Vec::new();
+    let mut gaps = Vec::new();
+    for (p, g) in results {
+        probes.extend(p);
+        gaps.extend(g);
+    }
     probes.sort_by(|a, b| a.path.cmp(&b.path));
-    (probes, Vec::new())
+    gaps.sort_by(|a, b| a.source.cmp(&b.source));
+    (probes, gaps)
+}
+
+/// A 403 on the verb probe that only says the collector itself may not list the resource (the
+/// least-privilege ClusterRole does not grant it) is a gap, not evidence. A 403 naming
+/// `system:anonymous` is kept: that is the extension server not trusting the front-proxy identity.
+pub fn own_permission_denied(p: &Probe) -> Option<String> {
+    let s = p.status_body.as_ref()?;
+    if p.status != Some(403) || s.reason != "Forbidden" {
+        return None;
+    }
+    if s.message.contains("User \"system:anonymous\"") {
+        return None;
+    }
+    Some(format!("the collector may not list it: {}", s.message))
 }
 
 /// A harmless object a webhook's rules match, and where to create it: a ConfigMap, when the webhook

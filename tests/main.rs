@@ -4,3 +4,5 @@
 mod util;
 
 mod bundle_load;
+mod report;
+mod report_cases;

@@ -6,3 +6,5 @@ mod util;
 mod bundle_load;
 mod report;
 mod report_cases;
+mod report_waivers;
+mod completions;

@@ -7,6 +7,7 @@
 //! Exit codes (DESIGN §4, like `kubectl diff`): 0 nothing at or above `--fail-on`; 1 findings (or a
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
+pub mod completions;
 mod import;
 
 use std::process::ExitCode;
@@ -50,6 +51,11 @@ pub struct Cli {
 enum Command {
     /// Validate an evidence bundle and print it back, or build one from raw incident files.
     Import(import::ImportArgs),
+    /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
+    Completions(completions::CompletionsArgs),
+    /// Answer cobra's completion protocol for kubectl_complete-extpath.
+    #[command(name = "__complete", hide = true, disable_help_flag = true)]
+    Complete(completions::CompleteArgs),
 }
 
 /// Entry point used by `main`.
@@ -75,6 +81,8 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Import(args) => import::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Complete(args) => completions::run_complete(args),
     }
 }
 

@@ -1,0 +1,38 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_kubectl_extpath_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_kubectl_extpath_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_kubectl_extpath_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_kubectl_extpath_using_subcommand
+    set -l cmd (__fish_kubectl_extpath_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -s h -l help -d 'Print help'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -s V -l version -d 'Print version'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
+json\t'JSON'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -63,7 +63,10 @@ fn words(ws: &[&str]) -> Vec<String> {
 
 fn values(ws: &[&str]) -> (Vec<String>, u32) {
     let c = complete(&Cli::command(), &words(ws));
-    (c.candidates.into_iter().map(|c| c.value).collect(), c.directive)
+    (
+        c.candidates.into_iter().map(|c| c.value).collect(),
+        c.directive,
+    )
 }
 
 #[test]
@@ -94,9 +97,15 @@ fn value_enums_flags_and_paths_complete_like_clap_parses_them() {
     assert!(!flags.contains(&"--output".to_string()), "{flags:?}");
     // The bundle FILE is a path: no candidates, let the shell complete file names.
     assert_eq!(values(&["import", ""]), (vec![], DIRECTIVE_DEFAULT));
-    assert_eq!(values(&["import", "-o", "json", ""]), (vec![], DIRECTIVE_DEFAULT));
+    assert_eq!(
+        values(&["import", "-o", "json", ""]),
+        (vec![], DIRECTIVE_DEFAULT)
+    );
     // After the FILE there is nothing left to complete.
-    assert_eq!(values(&["import", "b.yaml", ""]), (vec![], DIRECTIVE_NO_FILE_COMP));
+    assert_eq!(
+        values(&["import", "b.yaml", ""]),
+        (vec![], DIRECTIVE_NO_FILE_COMP)
+    );
 }
 
 #[test]
@@ -109,7 +118,10 @@ fn the_binary_answers_cobras_protocol() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{stdout}");
-    assert!(lines[0].starts_with("zsh\t"), "value<TAB>description: {stdout}");
+    assert!(
+        lines[0].starts_with("zsh\t"),
+        "value<TAB>description: {stdout}"
+    );
     assert_eq!(lines[1], ":4");
     // Words that look like flags of `__complete` itself are completed, not obeyed.
     let out = extpath().args(["__complete", "--", "--"]).output().unwrap();
@@ -137,8 +149,14 @@ ask kubectl-extpath completions ''
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 3, "{stdout}");
-    assert!(lines[0].contains("import") && lines[0].contains("completions"), "{stdout}");
-    assert!(!lines[0].contains("__complete"), "hidden subcommands stay hidden: {stdout}");
+    assert!(
+        lines[0].contains("import") && lines[0].contains("completions"),
+        "{stdout}"
+    );
+    assert!(
+        !lines[0].contains("__complete"),
+        "hidden subcommands stay hidden: {stdout}"
+    );
     assert_eq!(lines[1], "yaml json");
     assert!(lines[2].ends_with("bash zsh fish kubectl"), "{stdout}");
 }
@@ -147,7 +165,7 @@ ask kubectl-extpath completions ''
 fn plugin_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_kubectl-extpath");
-    std::os::unix::fs::symlink(&bin, dir.path().join("kubectl-extpath")).unwrap();
+    std::os::unix::fs::symlink(bin, dir.path().join("kubectl-extpath")).unwrap();
     let shim = dir.path().join("kubectl_complete-extpath");
     std::fs::copy(repo().join("completions/kubectl_complete-extpath"), &shim).unwrap();
     set_executable(&shim);
@@ -156,7 +174,9 @@ fn plugin_dir() -> tempfile::TempDir {
 
 fn path_with(dir: &Path) -> std::ffi::OsString {
     let mut paths = vec![dir.to_path_buf()];
-    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
     std::env::join_paths(paths).unwrap()
 }
 

@@ -47,57 +47,105 @@ fn unknown_fields_are_rejected_with_file_line_and_column() {
         e.starts_with("waivers.yaml:5:5: unknown field `subjet`"),
         "{e}"
     );
-    let e = parse_waivers("apiVersion: extpath.dev/v1alpha1\nkind: Waivers\nwaiver: []\n", "w.yaml")
-        .unwrap_err();
-    assert!(
-        matches!(e, WaiverError::Parse { line: 3, .. }),
-        "{e}"
-    );
+    let e = parse_waivers(
+        "apiVersion: extpath.dev/v1alpha1\nkind: Waivers\nwaiver: []\n",
+        "w.yaml",
+    )
+    .unwrap_err();
+    assert!(matches!(e, WaiverError::Parse { line: 3, .. }), "{e}");
 }
 
 #[test]
 fn missing_reason_or_expiry_is_rejected_at_the_waiver() {
     let e = error("  - rule: '*'\n    subject: APIService/x\n    expires: 2027-01-01\n");
-    assert!(e.starts_with("waivers.yaml:4: waivers[0]: missing `reason"), "{e}");
+    assert!(
+        e.starts_with("waivers.yaml:4: waivers[0]: missing `reason"),
+        "{e}"
+    );
     let e = error(
         "  - rule: '*'\n    subject: APIService/x\n    reason: ok\n    expires: 2027-01-01\n  - rule: '*'\n    subject: APIService/y\n    reason: '  '\n    expires: 2027-01-01\n",
     );
-    assert!(e.starts_with("waivers.yaml:8: waivers[1]: missing `reason"), "blank reason: {e}");
+    assert!(
+        e.starts_with("waivers.yaml:8: waivers[1]: missing `reason"),
+        "blank reason: {e}"
+    );
     let e = error("  - rule: '*'\n    subject: APIService/x\n    reason: because\n");
-    assert!(e.starts_with("waivers.yaml:4: waivers[0]: missing `expires"), "{e}");
+    assert!(
+        e.starts_with("waivers.yaml:4: waivers[0]: missing `expires"),
+        "{e}"
+    );
     let e = error("  - subject: APIService/x\n    reason: because\n    expires: 2027-01-01\n");
     assert!(e.contains("missing `rule"), "{e}");
 }
 
 #[test]
 fn bad_values_point_at_their_own_line() {
-    let e = error("  - rule: '*'\n    subject: APIService/x\n    reason: r\n    expires: 31.12.2026\n");
+    let e =
+        error("  - rule: '*'\n    subject: APIService/x\n    reason: r\n    expires: 31.12.2026\n");
     assert!(e.starts_with("waivers.yaml:7: waivers[0]: expires \"31.12.2026\" is not a date in the form YYYY-MM-DD"), "{e}");
-    let e = error("  - rule: '*'\n    subject: APIService/x\n    reason: r\n    expires: 2027-02-30\n");
-    assert!(e.starts_with("waivers.yaml:7:") && e.contains("not a valid date"), "{e}");
-    let e = error("  - rule: '*'\n    subject: Service/api\n    reason: r\n    expires: 2027-01-01\n");
-    assert!(e.starts_with("waivers.yaml:5: waivers[0]: subject \"Service/api\": unknown kind \"Service\""), "{e}");
-    assert!(e.contains("APIService, ValidatingWebhook"), "lists the kinds: {e}");
-    let e = error("  - rule: '*'\n    subject: v1beta1.metrics.k8s.io\n    reason: r\n    expires: 2027-01-01\n");
+    let e =
+        error("  - rule: '*'\n    subject: APIService/x\n    reason: r\n    expires: 2027-02-30\n");
+    assert!(
+        e.starts_with("waivers.yaml:7:") && e.contains("not a valid date"),
+        "{e}"
+    );
+    let e =
+        error("  - rule: '*'\n    subject: Service/api\n    reason: r\n    expires: 2027-01-01\n");
+    assert!(
+        e.starts_with(
+            "waivers.yaml:5: waivers[0]: subject \"Service/api\": unknown kind \"Service\""
+        ),
+        "{e}"
+    );
+    assert!(
+        e.contains("APIService, ValidatingWebhook"),
+        "lists the kinds: {e}"
+    );
+    let e = error(
+        "  - rule: '*'\n    subject: v1beta1.metrics.k8s.io\n    reason: r\n    expires: 2027-01-01\n",
+    );
     assert!(e.contains("is not Kind/name"), "{e}");
-    let e = error("  - rule: Aggregation\n    subject: APIService/x\n    reason: r\n    expires: 2027-01-01\n");
-    assert!(e.starts_with("waivers.yaml:4: waivers[0]: rule \"Aggregation\" is neither a rule id"), "{e}");
+    let e = error(
+        "  - rule: Aggregation\n    subject: APIService/x\n    reason: r\n    expires: 2027-01-01\n",
+    );
+    assert!(
+        e.starts_with("waivers.yaml:4: waivers[0]: rule \"Aggregation\" is neither a rule id"),
+        "{e}"
+    );
 }
 
 #[test]
 fn the_document_type_is_checked() {
-    let e = parse_waivers("kind: Waivers\nwaivers: []\n", "w.yaml").unwrap_err().to_string();
-    assert!(e.starts_with("w.yaml:1: missing apiVersion"), "{e}");
-    let e = parse_waivers("apiVersion: v1\nkind: Waivers\n", "w.yaml").unwrap_err().to_string();
-    assert!(e.starts_with("w.yaml:1: apiVersion \"v1\" is not supported"), "{e}");
-    let e = parse_waivers("apiVersion: extpath.dev/v1alpha1\nkind: EvidenceBundle\n", "w.yaml")
+    let e = parse_waivers("kind: Waivers\nwaivers: []\n", "w.yaml")
         .unwrap_err()
         .to_string();
-    assert!(e.starts_with("w.yaml:2: kind \"EvidenceBundle\" is not \"Waivers\""), "{e}");
+    assert!(e.starts_with("w.yaml:1: missing apiVersion"), "{e}");
+    let e = parse_waivers("apiVersion: v1\nkind: Waivers\n", "w.yaml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("w.yaml:1: apiVersion \"v1\" is not supported"),
+        "{e}"
+    );
+    let e = parse_waivers(
+        "apiVersion: extpath.dev/v1alpha1\nkind: EvidenceBundle\n",
+        "w.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("w.yaml:2: kind \"EvidenceBundle\" is not \"Waivers\""),
+        "{e}"
+    );
     let e = parse_waivers("", "w.yaml").unwrap_err().to_string();
     assert!(e.contains("missing apiVersion"), "{e}");
     // An empty list is a valid (if useless) file.
-    assert!(parse_waivers(&format!("{HEADER}  []\n"), "w.yaml").unwrap().waivers.is_empty());
+    assert!(
+        parse_waivers(&format!("{HEADER}  []\n"), "w.yaml")
+            .unwrap()
+            .waivers
+            .is_empty()
+    );
 }
 
 #[test]
@@ -106,7 +154,10 @@ fn a_missing_file_names_the_file() {
     let path = dir.path().join("nope.yaml");
     let e = load_waivers(&path).unwrap_err();
     assert!(matches!(e, WaiverError::Io { .. }));
-    assert!(e.to_string().starts_with(&format!("{}: cannot read", path.display())));
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}: cannot read", path.display()))
+    );
     std::fs::write(&path, cases::WAIVERS_D).unwrap();
     assert_eq!(load_waivers(&path).unwrap().waivers.len(), 3);
 }
@@ -130,7 +181,11 @@ fn a_matching_unexpired_waiver_applies_and_the_worst_is_recomputed() {
     let waived = api.waived.as_ref().expect("waived on its last valid day");
     assert_eq!(waived.reason, "CA rotation in progress (CHG-77)");
     assert_eq!(waived.expires, "2026-11-29");
-    assert!(verdict(&d, "get flunders.wardle.example.com").waived.is_some());
+    assert!(
+        verdict(&d, "get flunders.wardle.example.com")
+            .waived
+            .is_some()
+    );
     assert!(d.waiver_notices.is_empty(), "{:?}", d.waiver_notices);
     // Both criticals are waived: only the healthy verdicts count now.
     assert_eq!(d.summary.worst, Severity::Info);
@@ -148,8 +203,18 @@ fn expired_waivers_do_not_apply_and_are_reported() {
     assert_eq!(d.waiver_notices.len(), 1);
     let n = &d.waiver_notices[0];
     assert_eq!(
-        (n.problem.as_str(), n.rule.as_str(), n.subject.as_str(), n.expires.as_str()),
-        ("expired", "aggregation-tls-unknown-authority", "APIService/v1alpha1.wardle.example.com", "2026-11-28")
+        (
+            n.problem.as_str(),
+            n.rule.as_str(),
+            n.subject.as_str(),
+            n.expires.as_str()
+        ),
+        (
+            "expired",
+            "aggregation-tls-unknown-authority",
+            "APIService/v1alpha1.wardle.example.com",
+            "2026-11-28"
+        )
     );
     assert!(exceeds(&d, Severity::Critical));
 }
@@ -173,8 +238,20 @@ fn waivers_that_match_nothing_are_reported_as_unmatched() {
         .map(|n| n.reason.as_str())
         .collect();
     assert_eq!(unmatched, ["r1", "r2"]);
-    assert!(d.verdicts.iter().filter(|v| v.class == Class::Healthy).all(|v| v.waived.is_none()));
-    assert_eq!(verdict(&d, "v1beta1.metrics.k8s.io").waived.as_ref().unwrap().reason, "r3");
+    assert!(
+        d.verdicts
+            .iter()
+            .filter(|v| v.class == Class::Healthy)
+            .all(|v| v.waived.is_none())
+    );
+    assert_eq!(
+        verdict(&d, "v1beta1.metrics.k8s.io")
+            .waived
+            .as_ref()
+            .unwrap()
+            .reason,
+        "r3"
+    );
 }
 
 #[test]
@@ -189,7 +266,11 @@ fn the_first_unexpired_waiver_wins_and_consequences_do_not_match() {
     ));
     apply_waivers(&mut d, &w, date(2026, 11, 29));
     assert_eq!(
-        verdict(&d, "v1alpha1.wardle.example.com").waived.as_ref().unwrap().reason,
+        verdict(&d, "v1alpha1.wardle.example.com")
+            .waived
+            .as_ref()
+            .unwrap()
+            .reason,
         "first"
     );
     let problems: Vec<(&str, &str)> = d
@@ -204,7 +285,7 @@ fn the_first_unexpired_waiver_wins_and_consequences_do_not_match() {
 #[test]
 fn the_gate_counts_inconclusive_as_warning_and_never_healthy() {
     let mut d = cases::inconclusive_and_waived();
-    // Inconclusive (severity info in the contract's eyes does not matter: it gates as warning).
+    // An Inconclusive verdict gates as a warning whatever severity it carries.
     for v in &mut d.verdicts {
         if v.class == Class::Inconclusive {
             v.severity = Severity::Info;

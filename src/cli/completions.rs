@@ -140,7 +140,10 @@ pub fn checked_in_files() -> Vec<(&'static str, String)> {
             "completions/kubectl-extpath.bash",
             script(CompletionTarget::Bash),
         ),
-        ("completions/_kubectl-extpath", script(CompletionTarget::Zsh)),
+        (
+            "completions/_kubectl-extpath",
+            script(CompletionTarget::Zsh),
+        ),
         (
             "completions/kubectl-extpath.fish",
             script(CompletionTarget::Fish),
@@ -290,13 +293,15 @@ pub fn complete(root: &Command, words: &[String]) -> Completion {
     if let Some(arg) = pending {
         return values_of(arg, current_word, "");
     }
-    if !after_double_dash && let Some(long) = current_word.strip_prefix("--") {
-        if let Some((name, value)) = long.split_once('=') {
-            return match find_long(cmd, name) {
-                Some(arg) if takes_value(arg) => values_of(arg, value, &format!("--{name}=")),
-                _ => no_candidates(),
-            };
-        }
+    if !after_double_dash
+        && let Some((name, value)) = current_word
+            .strip_prefix("--")
+            .and_then(|long| long.split_once('='))
+    {
+        return match find_long(cmd, name) {
+            Some(arg) if takes_value(arg) => values_of(arg, value, &format!("--{name}=")),
+            _ => no_candidates(),
+        };
     }
     if !after_double_dash && current_word.starts_with('-') {
         let candidates = cmd
@@ -362,15 +367,12 @@ fn repeatable(arg: &Arg) -> bool {
 /// The positional that the `index`-th positional word fills (a trailing multi-value positional
 /// keeps taking words).
 fn positional_at(cmd: &Command, index: usize) -> Option<&Arg> {
-    let positionals: Vec<&Arg> = cmd
-        .get_positionals()
-        .filter(|a| !a.is_hide_set())
-        .collect();
+    let positionals: Vec<&Arg> = cmd.get_positionals().filter(|a| !a.is_hide_set()).collect();
     positionals.get(index).copied().or_else(|| {
-        positionals.last().copied().filter(|a| {
-            a.get_num_args()
-                .is_some_and(|r| r.max_values() > 1)
-        })
+        positionals
+            .last()
+            .copied()
+            .filter(|a| a.get_num_args().is_some_and(|r| r.max_values() > 1))
     })
 }
 

@@ -201,7 +201,7 @@ pub fn schema_reference_markdown(schema: &Value, intro: &str, example: Option<&s
         md.push_str(ex.trim_end());
         md.push_str("\n```\n\n");
     }
-    md.push_str("## Types\n");
+    md.push_str("## Types\n\n");
 
     for name in reading_order(&root_name, schema, defs) {
         let def = if name == root_name {
@@ -212,9 +212,10 @@ pub fn schema_reference_markdown(schema: &Value, intro: &str, example: Option<&s
                 None => continue,
             }
         };
-        md.push('\n');
         write_type(&mut md, &name, def);
     }
+    md.truncate(md.trim_end().len());
+    md.push('\n');
     md
 }
 

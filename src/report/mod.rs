@@ -21,6 +21,7 @@ pub mod junit;
 pub mod markdown;
 pub mod reference;
 pub mod table;
+mod wrap;
 pub mod yaml;
 
 use std::io::Write;

@@ -46,122 +46,11 @@ fn pretty(v: &Value) -> String {
 }
 
 /// The hand-written part of `docs/bundle.md`, before the example.
-const BUNDLE_INTRO: &str = r#"# EvidenceBundle reference
-
-An **EvidenceBundle** is everything extpath knows about one cluster at one moment: the APIServices,
-Services, endpoints, webhooks, CRDs and APF objects on the extension paths; the certificates it
-decoded and the chains servers presented; the requests it sent or found in client output (probes);
-metrics from kube-apiserver and etcd; health checks, log findings and events; and the **gaps** —
-what could not be collected or was not supplied, and why. It is the only input of the rule engine,
-so a bundle can be saved during an incident, attached to a ticket, and analysed later or elsewhere
-with `kubectl extpath analyze FILE`.
-
-How a bundle is made:
-
-* `kubectl extpath collect -o bundle.yaml` reads a live cluster (read-only);
-* `kubectl extpath import --raw DIR...` builds one from the files an on-call engineer already has
-  (`kubectl get -o json`, `kubectl -v6` traces, `/metrics` dumps, `curl -i` output, logs);
-* any tool can write one by hand: the format below is the contract, and `import FILE` validates it.
-
-Things to know when reading or writing one:
-
-* **Versioned.** `apiVersion: extpath.dev/v1alpha1`, `kind: EvidenceBundle`. Unknown fields are
-  rejected, so a typo is an error with its file and line, not a silently ignored field.
-* **No secrets.** A bundle holds only fields that were chosen: no Secret data, no tokens, no private
-  keys. Certificates are public material and are kept decoded (subject, issuer, names, validity,
-  fingerprint), not as PEM.
-* **Time.** `collection.collected_at` is the moment the evidence describes. Time checks such as
-  certificate expiry are judged at that moment, never at analysis time, so analysing an old bundle
-  gives the same verdicts as it did during the incident.
-* **Metrics are windowed when possible.** Counters from one scrape describe the server's whole life,
-  not the incident; a collection scrapes twice and records the window (`metrics_window`, and a
-  `window` per series). A missing family means "not seen", never zero.
-* **Gaps are evidence too.** A 403 on `/metrics` or a timeout does not fail a collection; it is
-  recorded in `gaps`, and verdicts that needed that evidence say so (or are `Inconclusive`).
-* Field names are `snake_case`, like the Diagnosis document; only `apiVersion` and `kind` follow the
-  Kubernetes spelling. Empty lists and absent optional fields are left out when writing.
-
-The machine-readable form of this reference is [`bundle.schema.json`](bundle.schema.json) (JSON
-Schema 2020-12), usable for editor completion and validation of hand-written bundles.
-"#;
+const BUNDLE_INTRO: &str = include_str!("bundle_intro.md");
 
 /// The example in `docs/bundle.md`: an aggregated API whose caBundle does not match its serving
 /// certificate, seen during an incident. The docs test checks that it loads as a bundle.
-pub const BUNDLE_EXAMPLE: &str = r#"apiVersion: extpath.dev/v1alpha1
-kind: EvidenceBundle
-collection:
-  tool_version: 0.1.0
-  server_version:
-    git_version: v1.30.14
-  collected_at: 2026-11-29T08:47:30Z
-  collected_at_basis: clock
-  source:
-    mode: live
-    server: https://10.0.0.1:6443
-    context: prod-eu-1
-api_services:
-  - name: v1alpha1.wardle.example.com
-    group: wardle.example.com
-    version: v1alpha1
-    service:
-      namespace: wardle-system
-      name: api
-      port: 443
-    ca_bundle_present: true
-    conditions:
-      - type: Available
-        status: "True"
-        reason: Passed
-        message: all checks passed
-services:
-  - namespace: wardle-system
-    name: api
-    type: ClusterIP
-    cluster_ip: 10.96.14.2
-    ports:
-      - name: https
-        port: 443
-        target_port: "8443"
-certificates:
-  - subject: CN=api.wardle-system.svc
-    issuer: CN=wardle-ca
-    serial: 3f:a2:11:09
-    sha256: 5b0e1f0c9d2a7e44c1a8f3b6d7e9021f4c5a6b7c8d9e0f1a2b3c4d5e6f708192
-    not_before: 2026-11-01T00:00:00Z
-    not_after: 2027-11-01T00:00:00Z
-    dns_names:
-      - api.wardle-system.svc
-    origin:
-      source: served_chain
-      endpoint: 10.244.1.7:8443
-      chain_index: 0
-      owner:
-        kind: APIService
-        name: v1alpha1.wardle.example.com
-    verification:
-      trust: caBundle of APIService/v1alpha1.wardle.example.com
-      server_name: api.wardle-system.svc
-      ok: false
-      error: "x509: certificate signed by unknown authority"
-      at: 2026-11-29T08:47:30Z
-probes:
-  - origin:
-      kind: probe
-      tool: extpath
-    method: GET
-    path: /apis/wardle.example.com/v1alpha1
-    target:
-      kind: APIService
-      name: v1alpha1.wardle.example.com
-    rung: discovery
-    status: 503
-    latency_ms: 8.6
-    body: "error trying to reach service: tls: failed to verify certificate: x509: certificate signed by unknown authority"
-gaps:
-  - source: metrics/etcd
-    reason: forbidden
-    detail: "GET https://10.0.0.2:2379/metrics: 403 Forbidden"
-"#;
+pub const BUNDLE_EXAMPLE: &str = include_str!("bundle_example.yaml");
 
 /// `docs/bundle.md`: the introduction, the example, then one section per type reachable from
 /// `EvidenceBundle`, in the order a reader meets them.
@@ -192,7 +81,7 @@ pub fn schema_reference_markdown(schema: &Value, intro: &str, example: Option<&s
     let _ = writeln!(
         md,
         "<!-- Generated from the doc comments of the types; do not edit by hand.\n     \
-         Edit the doc comments (or src/report/reference.rs) and run: {UPDATE_COMMAND} -->\n"
+         Edit the doc comments (or src/report/bundle_intro.md) and run: {UPDATE_COMMAND} -->\n"
     );
     md.push_str(intro.trim_end());
     md.push_str("\n\n");

@@ -269,6 +269,14 @@ mod tests {
     }
 
     #[test]
+    fn stdout_options_keep_explicit_choices() {
+        let always = RenderOptions::for_stdout(ColorChoice::Always, true);
+        assert!(always.color && always.wide);
+        let never = RenderOptions::for_stdout(ColorChoice::Never, false);
+        assert!(!never.color && !never.wide);
+    }
+
+    #[test]
     fn evidence_values_read_like_text() {
         assert_eq!(evidence_text(&serde_json::json!("x509: bad")), "x509: bad");
         assert_eq!(evidence_text(&serde_json::json!(503)), "503");

@@ -123,7 +123,8 @@ fn verdict_table(verdicts: &[&Verdict], opts: &RenderOptions, width: usize) -> S
     let mut table = Table::new();
     table.force_no_tty().load_style(TABLE_STYLE);
     if opts.color {
-        table.enforce_styling();
+        // Colour the words, not the cell padding around them.
+        table.enforce_styling().style_text_only();
     }
 
     // Subject names are never wrapped: a name split in two cannot be searched for or copied.

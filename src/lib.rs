@@ -21,6 +21,7 @@ pub mod cli;
 pub mod engine;
 pub mod pki;
 pub mod promtext;
+pub mod refserver;
 
 /// The version of this build, as `--version` prints it and every bundle records it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

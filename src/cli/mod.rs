@@ -8,6 +8,7 @@
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
 mod import;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -50,6 +51,8 @@ pub struct Cli {
 enum Command {
     /// Validate an evidence bundle and print it back, or build one from raw incident files.
     Import(import::ImportArgs),
+    /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
+    Replay(replay::ReplayArgs),
 }
 
 /// Entry point used by `main`.
@@ -75,6 +78,7 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Import(args) => import::run(args),
+        Command::Replay(args) => replay::run(args),
     }
 }
 

@@ -6,7 +6,9 @@
 
 pub mod discovery;
 pub mod health;
+pub mod patch;
 pub mod rest;
+pub mod select;
 pub mod table;
 pub mod watch;
 

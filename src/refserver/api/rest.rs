@@ -24,6 +24,8 @@ use super::super::state::State;
 use super::super::status::{ApiError, json_response};
 use super::super::storage::storage_op;
 use super::super::store::{Key, StoreError};
+use super::patch::apply_patch;
+use super::select::filter;
 use super::table;
 
 /// What the REST handler needs from the HTTP request.
@@ -59,111 +61,6 @@ fn namespace_of(def: &ResourceDef, info: &RequestInfo) -> String {
     } else {
         String::new()
     }
-}
-
-/// A parsed label selector requirement.
-enum Requirement {
-    Eq(String, String),
-    NotEq(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    NotExists(String),
-}
-
-fn parse_selector(s: &str) -> Result<Vec<Requirement>, ApiError> {
-    let mut out = Vec::new();
-    let mut parts = Vec::new();
-    let mut depth = 0;
-    let mut cur = String::new();
-    for c in s.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(std::mem::take(&mut cur));
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    parts.push(cur);
-    for p in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
-        let set = |rest: &str| -> Vec<String> {
-            rest.trim()
-                .trim_start_matches('(')
-                .trim_end_matches(')')
-                .split(',')
-                .map(|v| v.trim().to_string())
-                .collect()
-        };
-        let r = if let Some((k, v)) = p.split_once("!=") {
-            Requirement::NotEq(k.trim().into(), v.trim().into())
-        } else if let Some((k, v)) = p.split_once("==") {
-            Requirement::Eq(k.trim().into(), v.trim().into())
-        } else if let Some((k, v)) = p.split_once('=') {
-            Requirement::Eq(k.trim().into(), v.trim().into())
-        } else if let Some((k, v)) = p.split_once(" notin ") {
-            Requirement::NotIn(k.trim().into(), set(v))
-        } else if let Some((k, v)) = p.split_once(" in ") {
-            Requirement::In(k.trim().into(), set(v))
-        } else if let Some(k) = p.strip_prefix('!') {
-            Requirement::NotExists(k.trim().into())
-        } else if p
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
-        {
-            Requirement::Exists(p.into())
-        } else {
-            return Err(ApiError::bad_request(format!(
-                "unable to parse requirement: {p}"
-            )));
-        };
-        out.push(r);
-    }
-    Ok(out)
-}
-
-fn selector_matches(reqs: &[Requirement], labels: &Value) -> bool {
-    let get = |k: &str| labels.get(k).and_then(Value::as_str);
-    reqs.iter().all(|r| match r {
-        Requirement::Eq(k, v) => get(k) == Some(v.as_str()),
-        Requirement::NotEq(k, v) => get(k) != Some(v.as_str()),
-        Requirement::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-        Requirement::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
-        Requirement::Exists(k) => get(k).is_some(),
-        Requirement::NotExists(k) => get(k).is_none(),
-    })
-}
-
-/// Label and field selector filter of a list or watch.
-pub fn filter(
-    info: &RequestInfo,
-) -> Result<impl Fn(&Value) -> bool + Send + Sync + 'static, ApiError> {
-    let labels = parse_selector(info.param("labelSelector").unwrap_or(""))?;
-    let fields: Vec<(String, String, bool)> = info
-        .param("fieldSelector")
-        .unwrap_or("")
-        .split(',')
-        .filter(|p| !p.is_empty())
-        .map(|p| match p.split_once("!=") {
-            Some((k, v)) => (k.to_string(), v.to_string(), false),
-            None => {
-                let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                (k.to_string(), v.trim_start_matches('=').to_string(), true)
-            }
-        })
-        .collect();
-    Ok(move |o: &Value| {
-        selector_matches(
-            &labels,
-            o.pointer("/metadata/labels").unwrap_or(&Value::Null),
-        ) && fields.iter().all(|(k, v, eq)| {
-            let ptr = format!("/{}", k.replace('.', "/"));
-            (o.pointer(&ptr).and_then(Value::as_str).unwrap_or("") == v) == *eq
-        })
-    })
 }
 
 async fn get(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, ApiError> {
@@ -429,79 +326,6 @@ async fn update(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, A
     write_update(state, call, obj, cur).await
 }
 
-fn merge_patch(target: &mut Value, patch: &Value) {
-    match (target.as_object_mut(), patch.as_object()) {
-        (Some(t), Some(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        _ => *target = patch.clone(),
-    }
-}
-
-fn json_patch(target: &mut Value, ops: &Value) -> Result<(), ApiError> {
-    for op in ops
-        .as_array()
-        .ok_or_else(|| ApiError::bad_request("json patch is not an array"))?
-    {
-        let path = op["path"].as_str().unwrap_or("");
-        let (parent, last) = path.rsplit_once('/').unwrap_or(("", path));
-        let last = last.replace("~1", "/").replace("~0", "~");
-        let container = target
-            .pointer_mut(parent)
-            .ok_or_else(|| ApiError::bad_request(format!("path {path} not found")))?;
-        match (op["op"].as_str(), container) {
-            (Some("add" | "replace"), Value::Object(m)) => {
-                m.insert(last, op["value"].clone());
-            }
-            (Some("add"), Value::Array(a)) if last == "-" => a.push(op["value"].clone()),
-            (Some("add" | "replace"), Value::Array(a)) => {
-                let i: usize = last
-                    .parse()
-                    .map_err(|_| ApiError::bad_request("bad index"))?;
-                if op["op"] == "add" && i <= a.len() {
-                    a.insert(i, op["value"].clone());
-                } else if i < a.len() {
-                    a[i] = op["value"].clone();
-                }
-            }
-            (Some("remove"), Value::Object(m)) => {
-                m.remove(&last);
-            }
-            (Some("remove"), Value::Array(a)) => {
-                if let Ok(i) = last.parse::<usize>()
-                    && i < a.len()
-                {
-                    a.remove(i);
-                }
-            }
-            _ => {
-                return Err(ApiError::bad_request(format!(
-                    "unsupported json patch operation at {path}"
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Apply a patch of the given content type (merge and strategic merge are both merge patches here).
-pub fn apply_patch(target: &mut Value, content_type: &str, body: &[u8]) -> Result<(), ApiError> {
-    let patch: Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-    if content_type.starts_with("application/json-patch+json") {
-        json_patch(target, &patch)
-    } else {
-        merge_patch(target, &patch);
-        Ok(())
-    }
-}
-
 async fn patch(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     let cur = current(state, call.def, call.info).await?;
     let mut next = cur.clone();
@@ -611,32 +435,5 @@ pub async fn serve(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>
             &call.def.resource,
             verb,
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn selectors_and_patches() {
-        let reqs = parse_selector("app=x,tier!=db,env in (a, b),!legacy").unwrap();
-        assert!(selector_matches(&reqs, &json!({"app": "x", "env": "b"})));
-        assert!(!selector_matches(&reqs, &json!({"app": "x", "env": "c"})));
-        let mut o = json!({"a": {"b": 1, "c": 2}});
-        apply_patch(
-            &mut o,
-            "application/merge-patch+json",
-            br#"{"a":{"b":null,"d":3}}"#,
-        )
-        .unwrap();
-        assert_eq!(o, json!({"a": {"c": 2, "d": 3}}));
-        apply_patch(
-            &mut o,
-            "application/json-patch+json",
-            br#"[{"op":"add","path":"/a/e","value":5}]"#,
-        )
-        .unwrap();
-        assert_eq!(o["a"]["e"], 5);
     }
 }

@@ -23,7 +23,7 @@ use super::super::request::RequestInfo;
 use super::super::state::State;
 use super::super::status::ApiError;
 use super::super::store::{Event, StoreError};
-use super::rest::filter;
+use super::select::filter;
 
 const TERMINATED: Desc = Desc {
     name: "apiserver_terminated_watchers_total",

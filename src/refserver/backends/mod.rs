@@ -2,8 +2,8 @@
 //! servers ([`extension`]) and admission/conversion webhooks ([`webhook`]) — with serving
 //! certificates generated from their specs at the scenario clock.
 //!
-//! A `down` backend gets a port that was bound and released, so connecting to it is refused by the
-//! kernel, not by a pretend check. Each running backend keeps its TLS configuration swappable
+//! A `down` backend gets a port that is bound but not listening (the socket is kept, so no other
+//! server can take the port), so connecting to it is refused by the kernel, not by a pretend check. Each running backend keeps its TLS configuration swappable
 //! ([`Backends::replace_certificate`]), so a test can break TLS while the server runs.
 
 pub mod extension;
@@ -27,6 +27,8 @@ pub struct Running {
     pub port: u16,
     config: Option<SharedConfig>,
     task: Option<JoinHandle<()>>,
+    /// The bound, non-listening socket of a `down` backend.
+    _reserved: Option<tokio::net::TcpSocket>,
 }
 
 /// All spawned backends.
@@ -43,12 +45,13 @@ impl std::fmt::Debug for Backends {
     }
 }
 
-/// A port nothing listens on.
-async fn closed_port() -> anyhow::Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0")
-        .await
+/// A port that is bound but not listening: connections are refused while it stays reserved.
+fn closed_port() -> anyhow::Result<(u16, tokio::net::TcpSocket)> {
+    let socket = tokio::net::TcpSocket::new_v4().context("creating a socket")?;
+    socket
+        .bind(([127, 0, 0, 1], 0).into())
         .context("binding a loopback port")?;
-    Ok(l.local_addr()?.port())
+    Ok((socket.local_addr()?.port(), socket))
 }
 
 impl Backends {
@@ -118,10 +121,12 @@ async fn spawn_one(
     shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<Running> {
     if spec.behaviour.down {
+        let (port, socket) = closed_port()?;
         return Ok(Running {
-            port: closed_port().await?,
+            port,
             config: None,
             task: None,
+            _reserved: Some(socket),
         });
     }
     let cert = pki.issue_backend(&spec.certificate)?;
@@ -154,5 +159,6 @@ async fn spawn_one(
         port,
         config: Some(config),
         task: Some(task),
+        _reserved: None,
     })
 }

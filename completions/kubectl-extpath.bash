@@ -25,6 +25,9 @@ _kubectl_extpath() {
             kubectl_extpath,import)
                 cmd="kubectl_extpath__subcmd__import"
                 ;;
+            kubectl_extpath,replay)
+                cmd="kubectl_extpath__subcmd__replay"
+                ;;
             kubectl_extpath__subcmd__help,completions)
                 cmd="kubectl_extpath__subcmd__help__subcmd__completions"
                 ;;
@@ -34,6 +37,24 @@ _kubectl_extpath() {
             kubectl_extpath__subcmd__help,import)
                 cmd="kubectl_extpath__subcmd__help__subcmd__import"
                 ;;
+            kubectl_extpath__subcmd__help,replay)
+                cmd="kubectl_extpath__subcmd__help__subcmd__replay"
+                ;;
+            kubectl_extpath__subcmd__help__subcmd__replay,serve)
+                cmd="kubectl_extpath__subcmd__help__subcmd__replay__subcmd__serve"
+                ;;
+            kubectl_extpath__subcmd__replay,help)
+                cmd="kubectl_extpath__subcmd__replay__subcmd__help"
+                ;;
+            kubectl_extpath__subcmd__replay,serve)
+                cmd="kubectl_extpath__subcmd__replay__subcmd__serve"
+                ;;
+            kubectl_extpath__subcmd__replay__subcmd__help,help)
+                cmd="kubectl_extpath__subcmd__replay__subcmd__help__subcmd__help"
+                ;;
+            kubectl_extpath__subcmd__replay__subcmd__help,serve)
+                cmd="kubectl_extpath__subcmd__replay__subcmd__help__subcmd__serve"
+                ;;
             *)
                 ;;
         esac
@@ -41,7 +62,7 @@ _kubectl_extpath() {
 
     case "${cmd}" in
         kubectl_extpath)
-            opts="-h -V --help --version import completions help"
+            opts="-h -V --help --version import replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -69,7 +90,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__help)
-            opts="import completions help"
+            opts="import replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -124,6 +145,34 @@ _kubectl_extpath() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        kubectl_extpath__subcmd__help__subcmd__replay)
+            opts="serve"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__replay__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         kubectl_extpath__subcmd__import)
             opts="-o -h --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -137,6 +186,84 @@ _kubectl_extpath() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay)
+            opts="-h --help serve help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay__subcmd__help)
+            opts="serve help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay__subcmd__serve)
+            opts="-h --port --kubeconfig-out --client-cert --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -9,6 +9,7 @@
 
 pub mod completions;
 mod import;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -51,6 +52,8 @@ pub struct Cli {
 enum Command {
     /// Validate an evidence bundle and print it back, or build one from raw incident files.
     Import(import::ImportArgs),
+    /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
+    Replay(replay::ReplayArgs),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
     Completions(completions::CompletionsArgs),
     /// Answer cobra's completion protocol for kubectl_complete-extpath.
@@ -81,6 +84,7 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Import(args) => import::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Complete(args) => completions::run_complete(args),
     }

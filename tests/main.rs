@@ -4,3 +4,9 @@
 mod util;
 
 mod bundle_load;
+mod completions;
+mod docs;
+mod refserver;
+mod report;
+mod report_cases;
+mod report_waivers;

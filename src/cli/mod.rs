@@ -8,8 +8,10 @@
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
 mod collect;
+pub mod completions;
 mod import;
 mod kube_flags;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -54,6 +56,13 @@ enum Command {
     Import(import::ImportArgs),
     /// Collect an evidence bundle from the live cluster (read-only) and print it.
     Collect(Box<collect::CollectArgs>),
+    /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
+    Replay(replay::ReplayArgs),
+    /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
+    Completions(completions::CompletionsArgs),
+    /// Answer cobra's completion protocol for kubectl_complete-extpath.
+    #[command(name = "__complete", hide = true, disable_help_flag = true)]
+    Complete(completions::CompleteArgs),
 }
 
 /// Entry point used by `main`.
@@ -80,6 +89,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Import(args) => import::run(args),
         Command::Collect(args) => collect::run(*args),
+        Command::Replay(args) => replay::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Complete(args) => completions::run_complete(args),
     }
 }
 

@@ -4,3 +4,5 @@
 mod util;
 
 mod bundle_load;
+mod raw_import;
+mod raw_import_errors;

@@ -6,3 +6,4 @@ mod util;
 mod bundle_load;
 mod raw_import;
 mod raw_import_errors;
+mod raw_import_kinds;

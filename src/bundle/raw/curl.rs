@@ -64,15 +64,22 @@ pub(crate) fn read_response(
     let mut in_headers = false;
     let mut saw_headers = false;
     for line in &lines[..trailer_start] {
-        if let Some(req) = line.strip_prefix("> ") {
-            request_line(&mut probe, req);
+        // `curl -v`: `> ` request lines, `< ` response lines (a bare `<`/`>` ends a header block),
+        // `* ` connection notes, `{ `/`} ` TLS notes.
+        if *line == ">" || line.starts_with("> ") {
+            request_line(&mut probe, line.trim_start_matches('>').trim_start());
             continue;
         }
         if line.starts_with("* ") || line.starts_with("{ ") || line.starts_with("} ") {
             continue;
         }
-        let verbose = line.starts_with("< ");
-        let l = line.trim_start_matches("< ").trim_end_matches('\r');
+        let verbose = *line == "<" || line.starts_with("< ");
+        let l = if verbose {
+            line[1..].trim_start()
+        } else {
+            line
+        };
+        let l = l.trim_end_matches('\r');
         if is_status_line(l) {
             // A later status line (after `100 Continue` or a redirect) replaces the earlier one.
             probe.status = l.split_whitespace().nth(1).and_then(|c| c.parse().ok());

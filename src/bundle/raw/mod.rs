@@ -97,7 +97,7 @@ pub enum RawImportError {
         /// What is wrong.
         message: String,
     },
-    /// A directory held no file of a known kind.
+    /// A directory held no file that gave evidence.
     #[error(
         "{path}: no usable file in this directory ({files} file(s), none of a kind extpath imports)"
     )]
@@ -193,7 +193,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RawImportError> {
     Ok(())
 }
 
-/// Import one file; `Ok(true)` when it was of a known kind.
+/// Import one file; `Ok(true)` when it gave evidence.
 fn import_file(imp: &mut Importer, path: &Path, explicit: bool) -> Result<bool, RawImportError> {
     let shown = path.display().to_string();
     let io = |e: std::io::Error| RawImportError::Io {
@@ -277,7 +277,7 @@ fn import_file(imp: &mut Importer, path: &Path, explicit: bool) -> Result<bool, 
         Kind::WatchStream => watch_stream::read(imp, &ctx, text),
         Kind::Metrics => metrics_dump::read(imp, &ctx, text.as_bytes()),
         Kind::Pem => pem::read(imp, &ctx, text),
-        Kind::OpensslText => Ok(Yield::Used),
+        Kind::OpensslText => Ok(Yield::Consumed),
         Kind::KubectlTrace => kubectl_trace::read(imp, &ctx, text),
         Kind::KubectlStderr => kubectl_stderr::read(imp, &ctx, text),
         Kind::ResultList => result_list::read(imp, &ctx, text),
@@ -296,9 +296,10 @@ fn finish_file(
 ) -> Result<bool, RawImportError> {
     match result {
         Ok(Yield::Used) => Ok(true),
+        Ok(Yield::Consumed) => Ok(false),
         Ok(Yield::Nothing(detail)) => {
             imp.skipped(&ctx.shown, detail);
-            Ok(true)
+            Ok(false)
         }
         Err(e) => Err(RawImportError::Malformed {
             path: ctx.shown.clone(),

@@ -220,6 +220,9 @@ pub(crate) enum Yield {
     Used,
     /// A known kind that carried nothing to keep; the detail becomes a `skipped` gap.
     Nothing(String),
+    /// A known kind whose facts are kept from another file (openssl's text about a certificate
+    /// that is read from its PEM): consumed silently.
+    Consumed,
 }
 
 /// Truncate text kept in the bundle (bodies, messages) to `max` bytes on a char boundary.

@@ -204,8 +204,14 @@ pub(crate) fn read_body(
         probe.body = Some(truncate(body, 2048));
         return Ok(());
     }
-    let v: Value = serde_json::from_str(body)
-        .map_err(|e| FileError::at(e.line(), format!("malformed JSON response body: {e}")))?;
+    let v: Value = serde_json::from_str(body).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or_default();
+        FileError::whole(format!(
+            "malformed JSON response body (line {} of the body): {msg}",
+            e.line()
+        ))
+    })?;
     if let Some(status) = status_from_value(&v) {
         probe.user = forbidden_user(&status);
         if probe.status.is_none() {

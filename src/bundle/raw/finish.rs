@@ -15,7 +15,7 @@ use crate::bundle::{
     EvidenceBundle, Gap, GapReason, LogFinding, MetricTarget, ObjectRef, Probe, TimeBasis,
 };
 
-use super::state::{CurlPart, Importer, PendingProbe};
+use super::state::{CurlPart, Importer, PendingProbe, truncate};
 use super::targets::{log_target, probe_target, webhook_ref, webhooks_named};
 use super::timeline::Clock;
 use super::{cert_check, kube_objects, metrics_dump};
@@ -51,6 +51,7 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
                 .status_counts
                 .insert(code.to_string(), u64::from(probe.attempts));
         }
+        probe.error = probe.error.map(|e| truncate(&e, 2048));
         probe.target = probe_target(&probe, gv.as_deref(), &imp.bundle);
         imp.bundle.probes.push(probe);
     }

@@ -83,6 +83,15 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
     }
     let (listing, wrapped_error) = match lines.first().and_then(|l| unwrap_server_error(l)) {
         Some(inner) => (inner, Some(lines[0].to_string())),
+        None if lines
+            .first()
+            .is_some_and(|l| l.contains("an error on the server (\"")) =>
+        {
+            return Err(FileError::at(
+                1,
+                "kubectl's `an error on the server (\"…\")` around the health output is cut short",
+            ));
+        }
         None => (lines.join("\n"), None),
     };
     let mut checks = Vec::new();

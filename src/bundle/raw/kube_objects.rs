@@ -1,14 +1,13 @@
-//! `kubectl get … -o json|yaml` output → the bundle's objects.
+//! `kubectl get … -o json|yaml` output → validated objects, added to the bundle once all files are read.
 //!
-//! A file holds one object, a `List` (`kind: List` or a typed `*List`), or several YAML documents,
-//! possibly after kubectl's own stderr lines (klog `memcache.go` discovery warnings captured with
-//! `2>&1`), which are skipped. Each known kind is deserialised into its k8s-openapi type and mapped
-//! by the shared [`crate::bundle::from_k8s`] functions; flowcontrol objects stay JSON because
-//! k8s-openapi has no v1beta2/v1beta3. Kinds extpath does not read (ConfigMap, Flunder, …) are
-//! skipped without error — and Secrets are never even deserialised, so their data cannot be kept.
-//!
-//! Besides objects, a file gives times (creation and condition timestamps) and the caBundles that
-//! served certificates are later verified against.
+//! A file holds one object, a `List` (`kind: List` or a typed `*List`, whose items may omit their
+//! `kind`), or several YAML documents, possibly after kubectl's own stderr lines (klog `memcache.go`
+//! discovery warnings captured with `2>&1`), which are skipped, and before a capture's `exit=N`.
+//! Each object of a kind extpath reads is validated at once — so a malformed one is an error naming
+//! its file and item — but added only at assembly, so that an object supplied in several files is
+//! kept once, at its highest resourceVersion. The mapping itself is `object_mapping.rs`. Kinds
+//! extpath does not read (ConfigMap, Flunder, …) are skipped without error, and Secrets are never
+//! even deserialised. Object timestamps are recorded: they date the evidence.
 
 use serde_json::{Value, json};
 

@@ -393,6 +393,18 @@ mod tests {
     }
 
     #[test]
+    fn every_pattern_is_documented() {
+        let doc = include_str!("../../../docs/raw-import.md");
+        for p in PATTERNS {
+            assert!(
+                doc.contains(&format!("| `{}` |", p.id)),
+                "{} is not in docs/raw-import.md",
+                p.id
+            );
+        }
+    }
+
+    #[test]
     fn the_real_lines_match_with_their_fields() {
         let m = match_message(
             r#"Failed calling webhook, failing closed vwh.example.com: failed calling webhook "vwh.example.com": failed to call webhook: Post "https://127.0.0.1:9444/validate?timeout=5s": dial tcp 127.0.0.1:9444: connect: connection refused"#,

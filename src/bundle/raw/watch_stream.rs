@@ -44,8 +44,15 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
         if t.is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(t)
-            .map_err(|e| FileError::at(i + 1, format!("malformed watch event: {e}")))?;
+        let v: Value = serde_json::from_str(t).map_err(|e| {
+            let msg = e.to_string();
+            let msg = msg
+                .split(" at line ")
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            FileError::at(i + 1, format!("malformed watch event: {msg}"))
+        })?;
         let ty = v.get("type").and_then(Value::as_str).unwrap_or_default();
         let object = v.get("object").unwrap_or(&Value::Null);
         match ty {

@@ -24,6 +24,7 @@ pub(crate) fn read(imp: &mut Importer, _file: &FileCtx, text: &str) -> Result<Yi
         .ok_or_else(|| FileError::whole("empty APF dump"))?;
     let columns: Vec<&str> = header.split(',').map(str::trim).collect();
     let col = |name: &str| columns.iter().position(|c| *c == name);
+    // Both dumps start with PriorityLevelName; only dump_queues has a queue Index per row.
     let queues_dump = col("Index").is_some();
     let mut per_level: HashMap<String, (u64, u64)> = HashMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -56,6 +57,7 @@ pub(crate) fn read(imp: &mut Importer, _file: &FileCtx, text: &str) -> Result<Yi
             e.1 += pending;
             continue;
         }
+        // Exempt levels have no queues at all: every column reads `<none>`.
         let exempt = cell("ActiveQueues") == Some("<none>");
         let active = number("ActiveQueues")?;
         let waiting = number("WaitingRequests")?;

@@ -24,8 +24,10 @@ use super::{cert_check, kube_objects, metrics_dump};
 pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
     kube_objects::add_all(&mut imp);
     metrics_dump::choose(&mut imp);
+    // Pair before folding: the parts of one curl request are one observation, not three.
     let pending = pair_curl_parts(std::mem::take(&mut imp.probes));
 
+    // Every time the evidence carries is known now, so klog times can be given their year.
     let clock = Clock::new(&imp.stamps, now);
     let collected_at = imp.stamps.iter().filter_map(|s| clock.resolve(*s)).max();
     let at = collected_at.unwrap_or(now);
@@ -42,6 +44,7 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
         probe.at = p.at.and_then(|s| clock.resolve(s));
         fold_into(&mut probes, probe, p.object_group_version);
     }
+    // Targets are mapped last: they need every object (webhooks by name, FlowSchemas by UID).
     for (mut probe, gv) in probes {
         if probe.attempts > 1
             && probe.status_counts.is_empty()
@@ -59,6 +62,7 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
     let findings = fold_log_hits(&imp, &clock);
     imp.bundle.log_findings = findings;
     imp.bundle.apf_state = std::mem::take(&mut imp.apf.levels);
+    // Certificates are judged at the collection time, never at import or analysis time.
     cert_check::verify_supplied_leaves(&mut imp, at);
     not_supplied_gaps(&mut imp.bundle);
     imp.bundle
@@ -120,25 +124,28 @@ fn merge_part(base: &mut PendingProbe, other: PendingProbe, part: CurlPart) {
     base.at = base.at.or(other.at);
 }
 
-/// The probe with what may differ between identical attempts cleared.
+/// The probe with what may differ between identical attempts cleared: timing, identity of the
+/// attempt (Audit-Id, Date) and where it was read. What remains is the outcome.
+///
 fn outcome_of(p: &Probe) -> Probe {
     let mut o = p.clone();
     o.attempts = 1;
     o.status_counts.clear();
     o.latency_ms = None;
     o.at = None;
-    o.exit_code = None;
     o.origin.files.clear();
     o.headers.audit_id = None;
     o.headers.date = None;
     o
 }
 
+/// Fold `p` into an identical earlier probe (attempts and status counts add up, the slowest
+/// latency and the latest time are kept), or append it.
 fn fold_into(folded: &mut Vec<(Probe, Option<String>)>, p: Probe, gv: Option<String>) {
     let key = outcome_of(&p);
     let Some((f, _)) = folded
         .iter_mut()
-        .find(|(f, fgv)| *fgv == gv && outcome_of(f) == key && f.exit_code == p.exit_code)
+        .find(|(f, fgv)| *fgv == gv && outcome_of(f) == key)
     else {
         folded.push((p, gv));
         return;
@@ -169,6 +176,8 @@ fn fold_into(folded: &mut Vec<(Probe, Option<String>)>, p: Probe, gv: Option<Str
     }
 }
 
+/// One finding per pattern, component, file and target: a log repeating one error 60 times is one
+/// fact with a count and a time span, which is what a rule needs.
 fn fold_log_hits(imp: &Importer, clock: &Clock) -> Vec<LogFinding> {
     let mut out: Vec<LogFinding> = Vec::new();
     for h in &imp.log_hits {
@@ -244,6 +253,7 @@ fn not_supplied_gaps(b: &mut EvidenceBundle) {
             "no Service objects (or only empty lists, which do not say their kind) for the APIServices' backends",
         );
     }
+    // The aggregator resolves ExternalName Services by DNS, without endpoints.
     let needs_endpoints = backed.iter().any(|r| {
         b.service(&r.namespace, &r.name)
             .is_none_or(|s| s.type_ != "ExternalName")

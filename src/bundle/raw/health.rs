@@ -36,10 +36,12 @@ pub(crate) fn looks_like(lines: &[&str]) -> bool {
         })
 }
 
+/// A verbose check line: `[+]etcd ok` or `[-]etcd failed: reason withheld`.
 fn is_item(l: &str) -> bool {
     l.starts_with("[+]") || l.starts_with("[-]")
 }
 
+/// The last line of a verbose listing, which names the endpoint.
 fn is_verdict(l: &str) -> bool {
     let l = l.trim();
     ["readyz", "livez", "healthz"]
@@ -66,6 +68,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
         return read_etcd_json(imp, file, trimmed);
     }
     let lines: Vec<&str> = trimmed.lines().map(str::trim_end).collect();
+    // `etcdctl endpoint health` prints one line per endpoint: one health check each.
     if lines.iter().any(|l| etcdctl_line(l).is_some()) {
         for l in &lines {
             if let Some((target, ok, detail)) = etcdctl_line(l) {
@@ -81,6 +84,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
         }
         return Ok(Yield::Used);
     }
+    // A failing readyz reaches kubectl as a 500 whose body it quotes with escaped newlines.
     let (listing, wrapped_error) = match lines.first().and_then(|l| unwrap_server_error(l)) {
         Some(inner) => (inner, Some(lines[0].to_string())),
         None if lines
@@ -163,6 +167,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
     Ok(Yield::Used)
 }
 
+/// etcd's own `/health` answer: `{"health":"true"}`, or `"false"` with a reason (3.5+).
 fn read_etcd_json(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yield, FileError> {
     let v: Value = serde_json::from_str(text)
         .map_err(|e| FileError::at(e.line(), format!("malformed etcd health JSON: {e}")))?;

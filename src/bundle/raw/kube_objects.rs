@@ -59,6 +59,8 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
     Ok(tally.into_yield())
 }
 
+/// Skip kubectl's stderr lines before the document; returns how many lines were skipped (so parse
+/// errors still name the right line) and the rest.
 fn skip_noise(text: &str) -> (usize, &str) {
     let mut offset = 0;
     let mut lines = 0;
@@ -86,6 +88,8 @@ fn strip_trailing_noise(body: &str) -> &str {
     &body[..end]
 }
 
+/// Every JSON value of the body (kubectl prints one, concatenated captures hold several), or every
+/// YAML document.
 fn parse_documents(body: &str, skipped_lines: usize) -> Result<Vec<Value>, FileError> {
     let trimmed = body.trim_start();
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -169,6 +173,7 @@ fn add_value(
     let api_version = str_of("apiVersion")
         .or(defaults.map(|d| d.0))
         .unwrap_or_default();
+    // A List: typed lists (`APIServiceList` from a raw GET) may omit their items' kind/apiVersion.
     if let Some(items) = obj.get("items").and_then(Value::as_array)
         && (kind == "List" || kind.ends_with("List"))
     {
@@ -286,6 +291,7 @@ fn kind_of_json(v: &Value) -> &'static str {
     }
 }
 
+/// Record every object timestamp: the latest one bounds when the files were captured.
 fn collect_times(imp: &mut Importer, v: &Value) {
     match v {
         Value::Object(o) => {

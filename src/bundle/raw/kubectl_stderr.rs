@@ -68,6 +68,8 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
         }
         probes.extend(probes_from_error_line(file, t));
     }
+    // The klog `couldn't get resource list` lines repeat what the final `unable to retrieve the
+    // complete list of server APIs` line says; they stand in for it only when it is missing.
     let has_discovery_error = probes
         .iter()
         .any(|p| p.description.as_deref() == Some(API_RESOURCES));
@@ -144,6 +146,7 @@ pub(crate) fn probes_from_error_line(file: &FileCtx, line: &str) -> Vec<Probe> {
     }
     let mut p = client_probe(ClientTool::Kubectl, file);
     p.error = Some(t.to_string());
+    // `error: failed to create configmap: <what the server or transport said>`.
     let inner = FAILED_TO.find(rest).map_or(rest, |m| &rest[m.end()..]);
     if let Some(c) = LOGGED_IN.captures(inner) {
         let mut status = status_from_message(Some("Unauthorized"), inner);
@@ -155,6 +158,8 @@ pub(crate) fn probes_from_error_line(file: &FileCtx, line: &str) -> Vec<Probe> {
     } else {
         let (message, description) = split_description(inner);
         p.description = description;
+        // A Status message kubectl printed bare: keep it as a Status when its wording is one the
+        // API conventions fix (client-go's renderings, a webhook's denial), else only as error text.
         if generic_reason(message).is_some() || message.starts_with("admission webhook \"") {
             let status = status_from_message(None, message);
             p.status = status.code;
@@ -206,6 +211,8 @@ fn discovery_probes(file: &FileCtx, text: &str) -> Vec<Probe> {
         .collect()
 }
 
+// `ErrGroupDiscoveryFailed` joins failures as `<gv>: <err>, <gv>: <err>`; a group/version is
+// `group/vN…` or a bare core `vN`.
 static GV_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|, )([a-z0-9][a-z0-9.\-]*/v[0-9][a-z0-9]*|v[0-9][a-z0-9]*): ")
         .expect("static regex")

@@ -32,6 +32,9 @@ pub(crate) fn is_trace_marker(source: &str, message: &str) -> bool {
         || message.starts_with("server response object")
 }
 
+// The request/response lines of every kubectl since 1.18: `-v6` prints one line per response
+// (`GET <url> 503 Service Unavailable in 1 milliseconds`; structured from 1.31 on), `-v7`+ print the
+// request line first and the status later (`Response Status: …`).
 static RESPONSE_OLD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^([A-Z]+) (https?://\S+) (\d{3})(?: [^\n]*?)? in (\d+) milliseconds")
         .expect("static regex")
@@ -48,16 +51,20 @@ static RESPONSE_STATUS: LazyLock<Regex> = LazyLock::new(|| {
 static RETRY_AFTER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"Got a Retry-After (\S+) response for attempt \d+ to (\S+)").expect("static regex")
 });
+// A Status printed over several lines and cut out with grep: `  "message": "…",`. The indent tells a
+// top-level field (2 spaces) from a cause's (deeper).
 static FRAGMENT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"^(\s*)"(message|reason|code|status)": (.+?),?$"#).expect("static regex")
 });
 
-/// One request seen in the trace.
+/// One request seen in the trace, with the klog time of its response line.
 struct Request {
     probe: Probe,
     at: Option<Stamp>,
 }
 
+/// Which multi-line block the reader is inside: headers are listed one per klog line under a
+/// `Request Headers:`/`Response Headers:` line, and `helpers.go` prints a Status over many lines.
 #[derive(PartialEq)]
 enum Section {
     None,
@@ -76,6 +83,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
     let mut exit: Option<(i32, Option<f64>)> = None;
     let mut final_errors: Vec<Probe> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
+        // Inside `server response object: [{` … `}]`: collect until the closing line.
         if section == Section::StatusObject {
             json_block.push_str(raw);
             json_block.push('\n');
@@ -87,6 +95,8 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
             }
             continue;
         }
+        // Lines without a klog header: the capture's exit line, pieces of a grep'ed Status, and
+        // kubectl's own final error (`Error from server …`), which belongs to the last request.
         let Some(line) = parse_log_line(raw) else {
             let t = raw.trim();
             if let Some(Trailer::Exit { code, seconds }) = parse_trailer(t) {
@@ -149,6 +159,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
             }
             continue;
         }
+        // client-go logs the Retry-After it honours after the 429 it belongs to; the URL says which.
         if let Some(c) = RETRY_AFTER.captures(msg) {
             let url = c[2].to_string();
             if let Some(r) = requests
@@ -198,6 +209,8 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
     finish(imp, requests, final_errors, exit)
 }
 
+/// A probe for one response line: the path is kept with its query (`watch=true`, `limit=500`
+/// matter), the host dropped.
 fn request(
     file: &FileCtx,
     method: &str,
@@ -294,6 +307,8 @@ fn finish(
             "kubectl trace without a request line".into(),
         ));
     }
+    // client-go retries a 429/503 with Retry-After up to 10 times: consecutive attempts with the same
+    // outcome are one observation with `attempts`, not ten pieces of evidence.
     let mut folded: Vec<Request> = Vec::new();
     for r in requests {
         match folded.last_mut() {
@@ -317,6 +332,7 @@ fn finish(
                 .status_counts
                 .insert(code.to_string(), u64::from(r.probe.attempts));
         }
+        // The command's final error and exit status describe its last request.
         if i + 1 == n {
             if let Some(e) = &last_error {
                 r.probe.error = r.probe.error.or(e.error.clone());
@@ -345,6 +361,7 @@ fn finish(
     Ok(Yield::Used)
 }
 
+/// How a watch ended, judged from how kubectl exited (when the trace did not already say).
 fn end_watch(w: &mut WatchOutcome, code: i32, seconds: Option<f64>) {
     w.duration_seconds = seconds;
     if w.end != WatchEnd::Unknown {
@@ -363,6 +380,8 @@ fn end_watch(w: &mut WatchOutcome, code: i32, seconds: Option<f64>) {
     }
 }
 
+/// Two attempts of one request that got the same answer (watches are never folded: each stream is
+/// its own story).
 fn same_outcome(a: &Probe, b: &Probe) -> bool {
     a.method == b.method
         && a.path == b.path

@@ -81,7 +81,8 @@ pub(crate) fn apply(
     Ok(true)
 }
 
-/// Deserialise into a k8s-openapi type; `apiVersion`/`kind` were normalised by the caller.
+/// Deserialise into a k8s-openapi type (whose deserialiser insists on its own `apiVersion`, so
+/// older versions read through it are relabelled first); `apiVersion`/`kind` were normalised by the caller.
 fn typed_as<T>(v: &Value) -> Result<T, String>
 where
     T: serde::de::DeserializeOwned + k8s_openapi::Resource,
@@ -133,6 +134,7 @@ fn events_v1_as_core(v: &Value) -> Value {
     })
 }
 
+/// The PEM of a webhook's caBundle (k8s-openapi already base64-decoded it).
 fn ca_of(cc: &admreg::WebhookClientConfig) -> Vec<u8> {
     cc.ca_bundle
         .as_ref()
@@ -140,6 +142,7 @@ fn ca_of(cc: &admreg::WebhookClientConfig) -> Vec<u8> {
         .unwrap_or_default()
 }
 
+/// An APIService's caBundle, unless it skips verification (then there is nothing to verify against).
 fn record_api_service_trust(trusts: &mut Vec<CaTrust>, o: &apireg::APIService) {
     let Some(spec) = &o.spec else { return };
     let (Some(ca), Some(svc)) = (&spec.ca_bundle, &spec.service) else {
@@ -158,6 +161,8 @@ fn record_api_service_trust(trusts: &mut Vec<CaTrust>, o: &apireg::APIService) {
     });
 }
 
+/// The caBundles of the webhooks just added (from `start`), in the order the configuration lists
+/// them, each with the name its client verifies.
 fn record_webhook_trusts(
     bundle: &EvidenceBundle,
     trusts: &mut Vec<CaTrust>,
@@ -184,6 +189,7 @@ fn record_webhook_trusts(
     }
 }
 
+/// A CRD conversion webhook's caBundle.
 fn record_crd_trust(
     bundle: &EvidenceBundle,
     trusts: &mut Vec<CaTrust>,

@@ -80,7 +80,9 @@ const GENERIC_MESSAGES: &[(&str, &str, u16)] = &[
     ("Internal error occurred: ", "InternalError", 500),
 ];
 
-/// `(reason, code)` when `message` is one of client-go's generic renderings.
+/// `(reason, code)` when `message` is one of client-go's generic renderings. kubectl prints only the
+/// message for writes (`error: failed to create configmap: <message>`), so the wording is the only
+/// trace of the status.
 pub(crate) fn generic_reason(message: &str) -> Option<(&'static str, u16)> {
     GENERIC_MESSAGES
         .iter()
@@ -127,6 +129,7 @@ pub(crate) fn go_unquote(s: &str) -> String {
     out
 }
 
+// client-go's rendering of a non-Status 500: the body it got, `%q`-quoted.
 const SERVER_ERROR_OPEN: &str = "an error on the server (\"";
 const SERVER_ERROR_CLOSE: &str = "\") has prevented the request from succeeding";
 

@@ -126,7 +126,6 @@ fn merge_part(base: &mut PendingProbe, other: PendingProbe, part: CurlPart) {
 
 /// The probe with what may differ between identical attempts cleared: timing, identity of the
 /// attempt (Audit-Id, Date) and where it was read. What remains is the outcome.
-///
 fn outcome_of(p: &Probe) -> Probe {
     let mut o = p.clone();
     o.attempts = 1;

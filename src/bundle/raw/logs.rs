@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use crate::bundle::observations::Component;
 
 use super::log_lines::{LogFormat, parse_log_line};
-use super::log_patterns::{marker_component, match_message};
+use super::log_patterns::match_message;
 use super::state::{FileCtx, FileError, Importer, LogHit, Yield, truncate};
 use super::timeline::Stamp;
 
@@ -114,4 +114,36 @@ fn component_name(c: Component) -> &'static str {
         Component::Webhook => "a webhook server",
         Component::Unknown => "an unidentified component",
     }
+}
+
+/// Content markers of the component that wrote a log line, beyond the patterns themselves.
+const MARKERS: &[(&str, Component)] = &[
+    ("available_controller.go", Component::KubeApiserver),
+    ("handler_proxy.go", Component::KubeApiserver),
+    ("OpenAPI AggregationController", Component::KubeApiserver),
+    ("httputil: ReverseProxy", Component::KubeApiserver),
+    ("quota admission added evaluator", Component::KubeApiserver),
+    ("dispatcher.go:", Component::KubeApiserver),
+    // Only kube-apiserver serves the core group and stores core types.
+    ("URI=\"/api/", Component::KubeApiserver),
+    ("url:/api/", Component::KubeApiserver),
+    ("cacher *core.", Component::KubeApiserver),
+    ("cacher (*core.", Component::KubeApiserver),
+    (
+        "extension-apiserver-authentication::",
+        Component::ExtensionApiserver,
+    ),
+    (
+        "RequestHeaderAuthRequestController",
+        Component::ExtensionApiserver,
+    ),
+    ("requestheader_controller.go", Component::ExtensionApiserver),
+];
+
+/// The component a raw line points at by its markers, if any.
+fn marker_component(line: &str) -> Option<Component> {
+    MARKERS
+        .iter()
+        .find(|(m, _)| line.contains(m))
+        .map(|(_, c)| *c)
 }

@@ -296,12 +296,16 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__import)
-            opts="-o -h --output --help"
+            opts="-o -h --raw --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --raw)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
                     return 0

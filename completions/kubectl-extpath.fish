@@ -31,6 +31,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "col
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -l raw -d 'Build the bundle from raw files and directories instead: kubectl output, /metrics dumps, certificates, curl output, logs (kinds are told from content, see docs/raw-import.md)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
 json\t'JSON'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -26,6 +26,10 @@ pub struct CollectFlags {
     /// ConfigMap creation.
     #[arg(long)]
     pub probe_admission: bool,
+    /// Do not list one resource of each aggregated group/version after its discovery answers
+    /// (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists).
+    #[arg(long)]
+    pub skip_list_probe: bool,
 }
 
 fn parse_backend_address(s: &str) -> Result<(String, String), String> {
@@ -55,6 +59,7 @@ impl CollectFlags {
                 .cloned()
                 .collect::<BTreeMap<_, _>>(),
             probe_admission: self.probe_admission,
+            list_probe: !self.skip_list_probe,
             namespace: namespace.to_string(),
         }
     }

@@ -7,8 +7,9 @@
 //!
 //! Where a backend is reached: `--backend-address svc.ns=host:port` first; an ExternalName Service's
 //! name (what the aggregator itself dials); the Service DNS name when running inside the cluster; a
-//! ready endpoint address; a webhook URL's host. From a laptop most of these are unreachable, which
-//! is a gap ("pass --backend-address"), never an error.
+//! webhook URL's host. Pod and ClusterIP addresses are never dialled from outside the cluster (they
+//! are not routable there, and an intercepting proxy would answer in their place), so from a laptop
+//! most backends are a gap ("pass --backend-address"), never an error.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -69,41 +70,10 @@ fn address_for_service(
     if in_cluster() {
         return Ok(format!("{}:{port}", s.server_name()));
     }
-    // The endpoint the aggregator would pick: a ready address on the port named like the Service
-    // port.
-    let port_name = spec
-        .ports
-        .iter()
-        .flatten()
-        .find(|p| p.port == port)
-        .and_then(|p| p.name.clone())
-        .unwrap_or_default();
-    let ep = backends.endpoints.iter().find(|e| {
-        e.metadata.namespace.as_deref() == Some(&s.namespace)
-            && e.metadata.name.as_deref() == Some(&s.name)
-    });
-    for subset in ep.iter().flat_map(|e| e.subsets.iter().flatten()) {
-        let Some(p) = subset
-            .ports
-            .iter()
-            .flatten()
-            .find(|p| p.name.clone().unwrap_or_default() == port_name)
-        else {
-            continue;
-        };
-        if let Some(a) = subset.addresses.iter().flatten().next() {
-            let host = if a.ip.contains(':') {
-                format!("[{}]", a.ip)
-            } else {
-                a.ip.clone()
-            };
-            return Ok(format!("{host}:{}", p.port));
-        }
-    }
+    // Pod and ClusterIP addresses are only routable inside the cluster; dialling them from a
+    // laptop wastes the deadline or, behind an intercepting proxy, shakes hands with the proxy.
     Err(format!(
-        "no ready endpoint for Service {}/{}; from outside the cluster pass --backend-address {}=HOST:PORT",
-        s.namespace,
-        s.name,
+        "backend not reachable from outside the cluster; pass --backend-address {}=HOST:PORT",
         service_key(s)
     ))
 }

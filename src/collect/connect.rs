@@ -102,6 +102,50 @@ fn read_file(path: &PathBuf) -> Result<Vec<u8>, ConnectError> {
     })
 }
 
+/// The service-account directory of a pod; `EXTPATH_SERVICEACCOUNT_DIR` overrides it (tests, and
+/// sidecars that mount the token elsewhere).
+fn service_account_dir() -> PathBuf {
+    std::env::var_os("EXTPATH_SERVICEACCOUNT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount"))
+}
+
+/// In-cluster configuration, as client-go's `rest.InClusterConfig`: `KUBERNETES_SERVICE_HOST` and
+/// `_PORT`, the mounted CA and namespace, and the token file (re-read by kube as it rotates).
+fn in_cluster() -> Result<kube::Config, ConnectError> {
+    let host = std::env::var("KUBERNETES_SERVICE_HOST").map_err(|_| ConnectError::NoConfig)?;
+    let port = std::env::var("KUBERNETES_SERVICE_PORT").map_err(|_| ConnectError::NoConfig)?;
+    let dir = service_account_dir();
+    let token = dir.join("token");
+    if !token.exists() {
+        return Err(ConnectError::File {
+            path: token.display().to_string(),
+            reason: "in-cluster configuration needs the service account token".into(),
+        });
+    }
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let uri = format!("https://{host}:{port}")
+        .parse()
+        .map_err(|e| ConnectError::Kubeconfig(format!("in-cluster server: {e}")))?;
+    let mut config = kube::Config::new(uri);
+    let ca = dir.join("ca.crt");
+    let pem = read_file(&ca)?;
+    let ders = crate::pki::pem_certificates(&pem).map_err(|e| ConnectError::File {
+        path: ca.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    config.root_cert = Some(ders.into_iter().map(|d| d.to_vec()).collect());
+    config.auth_info.token_file = Some(token.display().to_string());
+    if let Ok(ns) = std::fs::read_to_string(dir.join("namespace")) {
+        config.default_namespace = ns.trim().to_string();
+    }
+    Ok(config)
+}
+
 /// `$KUBECONFIG` as kubectl reads it: a path list, merged in order, files that do not exist skipped.
 fn from_env_list() -> Result<Option<Kubeconfig>, ConnectError> {
     let Some(list) = std::env::var_os("KUBECONFIG") else {
@@ -149,9 +193,7 @@ async fn base_config(
                     .map_err(|e| ConnectError::Kubeconfig(format!("--server {server:?}: {e}")))?;
                 return Ok((kube::Config::new(uri), None));
             }
-            kube::Config::incluster()
-                .map(|c| (c, None))
-                .map_err(|_| ConnectError::NoConfig)
+            in_cluster().map(|c| (c, None))
         }
     }
 }

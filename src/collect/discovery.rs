@@ -82,6 +82,7 @@ pub fn listable_resource(doc: &Value) -> Option<String> {
 pub async fn probe_all(
     f: &Fetcher,
     bundle: &EvidenceBundle,
+    list_probe: bool,
     deadline: Instant,
 ) -> (Vec<Probe>, Vec<Gap>) {
     let remote: Vec<(String, String, String)> = bundle
@@ -109,6 +110,7 @@ pub async fn probe_all(
                 &res,
             )];
             if let Ok(r) = &res
+                && list_probe
                 && (200..300).contains(&r.status)
                 && let Some(resource) = serde_json::from_slice::<Value>(&r.body)
                     .ok()
@@ -127,11 +129,14 @@ pub async fn probe_all(
                 };
                 let probe = probe_from("GET", &list_path, Rung::Verb, owner.clone(), &res);
                 if let Some(why) = own_permission_denied(&probe) {
-                    return (probes, Some(Gap::new(
-                        format!("probes/verb/{owner}"),
-                        GapReason::Forbidden,
-                        why,
-                    )));
+                    return (
+                        probes,
+                        Some(Gap::new(
+                            format!("probes/verb/{owner}"),
+                            GapReason::Forbidden,
+                            why,
+                        )),
+                    );
                 }
                 probes.push(probe);
             }
@@ -170,6 +175,7 @@ pub fn own_permission_denied(p: &Probe) -> Option<String> {
 fn admission_probe_for(
     w: &Webhook,
     namespaces: &[(String, std::collections::BTreeMap<String, String>)],
+    preferred: &str,
 ) -> Option<(String, Value)> {
     let covers = w.rules.iter().any(|r| {
         let op = r.operations.iter().any(|o| o == "CREATE" || o == "*");
@@ -183,9 +189,11 @@ fn admission_probe_for(
     if !covers {
         return None;
     }
+    // The namespace given with -n when the webhook looks there, else the first one it looks at.
     let (ns, _) = namespaces
         .iter()
-        .find(|(_, labels)| w.namespace_selector.matches(labels))?;
+        .filter(|(_, labels)| w.namespace_selector.matches(labels))
+        .min_by_key(|(name, _)| name.as_str() != preferred)?;
     let labels: serde_json::Map<String, Value> = w
         .object_selector
         .match_labels
@@ -206,6 +214,7 @@ fn admission_probe_for(
 pub async fn probe_admission(
     f: &Fetcher,
     bundle: &EvidenceBundle,
+    preferred_namespace: &str,
     deadline: Instant,
 ) -> (Vec<Probe>, Vec<Gap>) {
     let mut gaps = Vec::new();
@@ -230,7 +239,7 @@ pub async fn probe_admission(
     let mut probes = Vec::new();
     for w in &bundle.webhooks {
         let owner = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
-        let Some((ns, object)) = admission_probe_for(w, &namespaces) else {
+        let Some((ns, object)) = admission_probe_for(w, &namespaces, preferred_namespace) else {
             gaps.push(Gap::new(
                 format!("probes/admission/{owner}"),
                 GapReason::NotSupplied,
@@ -294,10 +303,13 @@ mod tests {
                 [("team".to_string(), "a".to_string())].into(),
             ),
         ];
-        let (ns, obj) = admission_probe_for(&w, &nss).unwrap();
+        let (ns, obj) = admission_probe_for(&w, &nss, "default").unwrap();
         assert_eq!(ns, "a");
         assert_eq!(obj["kind"], "ConfigMap");
+        w.namespace_selector = LabelSelector::default();
+        assert_eq!(admission_probe_for(&w, &nss, "a").unwrap().0, "a");
+        assert_eq!(admission_probe_for(&w, &nss, "zz").unwrap().0, "default");
         w.rules[0].resources = vec!["pods".into()];
-        assert!(admission_probe_for(&w, &nss).is_none());
+        assert!(admission_probe_for(&w, &nss, "a").is_none());
     }
 }

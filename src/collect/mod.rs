@@ -57,6 +57,10 @@ pub struct CollectOptions {
     pub backend_addresses: BTreeMap<String, String>,
     /// `--probe-admission`: send server-side dry-run creates through matching webhooks.
     pub probe_admission: bool,
+    /// After a discovery probe answers, list one resource of the group/version (off with
+    /// `--skip-list-probe`: the least-privilege ClusterRole does not grant lists of aggregated
+    /// resources).
+    pub list_probe: bool,
     /// Namespace for namespaced probes (`-n`).
     pub namespace: String,
 }
@@ -69,6 +73,7 @@ impl Default for CollectOptions {
             window: Duration::from_secs(10),
             backend_addresses: BTreeMap::new(),
             probe_admission: false,
+            list_probe: true,
             namespace: "default".into(),
         }
     }
@@ -302,10 +307,10 @@ async fn later_stages(
 
     // Stage two: objects behind the references, discovery probes, events.
     let objects = bounded(deadline, backends::fetch(fetcher, references));
-    let probes = discovery::probe_all(fetcher, bundle, deadline);
+    let probes = discovery::probe_all(fetcher, bundle, opts.list_probe, deadline);
     let admission = async {
         if opts.probe_admission {
-            discovery::probe_admission(fetcher, bundle, deadline).await
+            discovery::probe_admission(fetcher, bundle, &opts.namespace, deadline).await
         } else {
             (Vec::new(), Vec::new())
         }

@@ -189,6 +189,15 @@ impl RunningServer {
         }
     }
 
+    /// Every request the server has received so far (method, path with query, user).
+    pub fn requests(&self) -> Vec<state::LoggedRequest> {
+        self.state
+            .requests
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+
     /// The current `/metrics` text.
     pub fn metrics_text(&self) -> String {
         self.state.metrics.render()

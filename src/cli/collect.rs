@@ -2,13 +2,15 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
 use super::kube_flags::{KubeFlags, parse_duration};
 use super::{CliError, DocFormat, EXIT_OK, EXIT_UNREACHABLE};
-use crate::collect::{CollectOptions, Progress};
+use crate::collect::prometheus::{DEFAULT_APISERVER_SELECTOR, DEFAULT_ETCD_SELECTOR, DEFAULT_SINCE};
+use crate::collect::{CollectOptions, EtcdOptions, PrometheusOptions, Progress};
 
 /// Options shared by `collect` and `scan`.
 #[derive(Debug, Clone, Args)]
@@ -30,6 +32,46 @@ pub struct CollectFlags {
     /// (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists).
     #[arg(long)]
     pub skip_list_probe: bool,
+    /// etcd's /metrics URL (the client URL `https://HOST:2379`, or a `--listen-metrics-urls`
+    /// address): adds etcd's own metrics, scraped in the same window, its /health and its alarms.
+    #[arg(long, value_name = "URL", help_heading = "etcd")]
+    pub etcd_metrics_url: Option<String>,
+    /// Client certificate for etcd (mutual TLS).
+    #[arg(long, value_name = "FILE", requires = "etcd_metrics_url", help_heading = "etcd")]
+    pub etcd_cert: Option<PathBuf>,
+    /// Key of the etcd client certificate.
+    #[arg(long, value_name = "FILE", requires = "etcd_metrics_url", help_heading = "etcd")]
+    pub etcd_key: Option<PathBuf>,
+    /// CA that signed etcd's serving certificate.
+    #[arg(long, value_name = "FILE", requires = "etcd_metrics_url", help_heading = "etcd")]
+    pub etcd_ca: Option<PathBuf>,
+    /// Read the metrics from this Prometheus (base URL) instead of scraping /metrics: rates over
+    /// --since, no window to wait for.
+    #[arg(long, value_name = "URL", help_heading = "Prometheus")]
+    pub prometheus: Option<String>,
+    /// With --prometheus: how far back the rates reach [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "prometheus", help_heading = "Prometheus")]
+    pub since: Option<Duration>,
+    /// With --prometheus: the end of that window, as an RFC 3339 time [default: now].
+    #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "prometheus", help_heading = "Prometheus")]
+    pub until: Option<jiff::Timestamp>,
+    /// File holding a bearer token for Prometheus.
+    #[arg(long, value_name = "FILE", requires = "prometheus", help_heading = "Prometheus")]
+    pub prometheus_bearer_token_file: Option<PathBuf>,
+    /// CA that signed Prometheus' serving certificate (default: the system's roots).
+    #[arg(long, value_name = "FILE", requires = "prometheus", help_heading = "Prometheus")]
+    pub prometheus_ca: Option<PathBuf>,
+    /// Label matchers of kube-apiserver's series in Prometheus.
+    #[arg(long, value_name = "MATCHERS", default_value = DEFAULT_APISERVER_SELECTOR, help_heading = "Prometheus")]
+    pub prometheus_apiserver_selector: String,
+    /// Label matchers of etcd's series in Prometheus (read unless --etcd-metrics-url is given).
+    #[arg(long, value_name = "MATCHERS", default_value = DEFAULT_ETCD_SELECTOR, help_heading = "Prometheus")]
+    pub prometheus_etcd_selector: String,
+}
+
+fn parse_time(s: &str) -> Result<jiff::Timestamp, String> {
+    s.parse::<jiff::Timestamp>()
+        .map_err(|e| format!("{s:?}: expected an RFC 3339 time such as 2026-01-02T03:04:05Z ({e})"))
 }
 
 fn parse_backend_address(s: &str) -> Result<(String, String), String> {
@@ -61,6 +103,21 @@ impl CollectFlags {
             probe_admission: self.probe_admission,
             list_probe: !self.skip_list_probe,
             namespace: namespace.to_string(),
+            etcd: self.etcd_metrics_url.as_ref().map(|url| EtcdOptions {
+                metrics_url: url.clone(),
+                cert: self.etcd_cert.clone(),
+                key: self.etcd_key.clone(),
+                ca: self.etcd_ca.clone(),
+            }),
+            prometheus: self.prometheus.as_ref().map(|url| PrometheusOptions {
+                url: url.clone(),
+                since: self.since.unwrap_or(DEFAULT_SINCE),
+                until: self.until,
+                bearer_token_file: self.prometheus_bearer_token_file.clone(),
+                ca: self.prometheus_ca.clone(),
+                apiserver_selector: self.prometheus_apiserver_selector.clone(),
+                etcd_selector: self.prometheus_etcd_selector.clone(),
+            }),
         }
     }
 }
@@ -135,6 +192,7 @@ pub async fn collect_bundle(
     let bar = Bar::new();
     let collected = crate::collect::collect(&conn, &opts, &bar).await;
     bar.finish();
+    let collected = collected?;
     if let Some(why) = collected.unreachable {
         return Err(CliError {
             code: EXIT_UNREACHABLE,

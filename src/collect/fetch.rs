@@ -93,7 +93,8 @@ pub struct Fetcher {
     request_timeout: Duration,
 }
 
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+/// An error and its sources, each cause once.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts = vec![e.to_string()];
     let mut cur = e.source();
     while let Some(s) = cur {
@@ -284,34 +285,65 @@ impl Fetcher {
                     latency_ms: 0.0,
                 }));
             }
-            let mut pending: Vec<u8> = Vec::with_capacity(4096);
+            let mut lines = LineSplitter::default();
             while let Some(frame) = body.frame().await {
                 let frame = frame.map_err(|e| FetchError::Transport(error_chain(&e)))?;
                 let Ok(data) = frame.into_data() else {
                     continue;
                 };
-                pending.extend_from_slice(&data);
-                let mut start = 0;
-                while let Some(pos) = pending[start..].iter().position(|&b| b == b'\n') {
-                    let line = std::str::from_utf8(&pending[start..start + pos])
-                        .map_err(|_| FetchError::Decode("not UTF-8".into()))?;
-                    on_line(line).map_err(FetchError::Decode)?;
-                    start += pos + 1;
-                }
-                pending.drain(..start);
+                lines.push(&data, &mut on_line)?;
             }
-            if !pending.is_empty() {
-                let line = std::str::from_utf8(&pending)
-                    .map_err(|_| FetchError::Decode("not UTF-8".into()))?;
-                on_line(line).map_err(FetchError::Decode)?;
-            }
-            Ok(())
+            lines.finish(&mut on_line)
         };
         // A body of tens of megabytes may legitimately take longer than one round trip; it still
         // has a bound, four request timeouts.
         tokio::time::timeout(self.request_timeout * 4, fut)
             .await
             .map_err(|_| FetchError::Timeout(self.request_timeout * 4))?
+    }
+}
+
+/// Cuts a body arriving in chunks into lines, holding at most one partial line between chunks.
+#[derive(Default)]
+pub struct LineSplitter {
+    pending: Vec<u8>,
+}
+
+impl LineSplitter {
+    /// Feed one chunk; every complete line goes to `on_line`.
+    ///
+    /// # Errors
+    /// [`FetchError::Decode`] for a line that is not UTF-8 or that `on_line` rejects.
+    pub fn push<F>(&mut self, chunk: &[u8], on_line: &mut F) -> Result<(), FetchError>
+    where
+        F: FnMut(&str) -> Result<(), String>,
+    {
+        self.pending.extend_from_slice(chunk);
+        let mut start = 0;
+        while let Some(pos) = self.pending[start..].iter().position(|&b| b == b'\n') {
+            let line = std::str::from_utf8(&self.pending[start..start + pos])
+                .map_err(|_| FetchError::Decode("not UTF-8".into()))?;
+            on_line(line).map_err(FetchError::Decode)?;
+            start += pos + 1;
+        }
+        self.pending.drain(..start);
+        Ok(())
+    }
+
+    /// The last line, when the body did not end with a newline.
+    ///
+    /// # Errors
+    /// As [`LineSplitter::push`].
+    pub fn finish<F>(self, on_line: &mut F) -> Result<(), FetchError>
+    where
+        F: FnMut(&str) -> Result<(), String>,
+    {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let line =
+            std::str::from_utf8(&self.pending).map_err(|_| FetchError::Decode("not UTF-8".into()))?;
+        on_line(line).map_err(FetchError::Decode)
     }
 }
 

@@ -1,4 +1,5 @@
-//! kube-apiserver `/metrics`: streamed through the shared parser, twice, a window apart.
+//! kube-apiserver `/metrics`: streamed through the shared parser, twice, a window apart; and the
+//! shaping of any scraped target's families into a [`MetricsSource`].
 //!
 //! The body of a large cluster's `/metrics` is tens of megabytes; it is fed to the parser line by
 //! line as it arrives and only the families the rules read are kept. Two scrapes turn cumulative
@@ -26,10 +27,15 @@ pub async fn scrape(f: &Fetcher) -> Result<Vec<MetricFamily>, FetchError> {
 }
 
 /// A source from one scrape: counters are cumulative history.
-pub fn single(families: Vec<MetricFamily>, at: jiff::Timestamp, server: &str) -> MetricsSource {
+pub fn single(
+    target: MetricTarget,
+    origin: &str,
+    families: Vec<MetricFamily>,
+    at: jiff::Timestamp,
+) -> MetricsSource {
     MetricsSource {
-        target: MetricTarget::Apiserver,
-        origin: format!("{server}/metrics"),
+        target,
+        origin: origin.to_string(),
         scraped_at: Some(at),
         window: None,
         families,
@@ -38,17 +44,18 @@ pub fn single(families: Vec<MetricFamily>, at: jiff::Timestamp, server: &str) ->
 
 /// A source from two scrapes: every counter and histogram series carries its change over the window.
 pub fn windowed(
+    target: MetricTarget,
+    origin: &str,
     first: Vec<MetricFamily>,
     mut second: Vec<MetricFamily>,
     start: jiff::Timestamp,
     end: jiff::Timestamp,
-    server: &str,
 ) -> MetricsSource {
     let window = Window { start, end };
     promtext::apply_window(&first, &mut second, window.seconds());
     MetricsSource {
-        target: MetricTarget::Apiserver,
-        origin: format!("{server}/metrics"),
+        target,
+        origin: origin.to_string(),
         scraped_at: Some(end),
         window: Some(window),
         families: second,

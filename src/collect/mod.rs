@@ -20,6 +20,11 @@
 //! Meanwhile the metrics window runs; the second scrape closes it. So a scan costs about three
 //! round trips or the window, whichever is longer — not the sum of the requests.
 //!
+//! Beside the API server, two optional sources run in stage one: etcd ([`etcd`]: its `/metrics`,
+//! scraped in the same rounds as the API server's, `/health` and the alarm list) and Prometheus
+//! ([`prometheus`]: the API server's and etcd's families over `--since`, read instead of scraping
+//! `/metrics`; no window to wait for then, unless etcd is scraped directly).
+//!
 //! Each source lives in its own file as an async fetch and a pure transform into bundle types; the
 //! transforms are tested on hand-built objects.
 
@@ -27,12 +32,16 @@ pub mod backends;
 pub mod certificates;
 pub mod connect;
 pub mod discovery;
+pub mod endpoint;
+pub mod etcd;
 pub mod fetch;
 pub mod flowcontrol;
 pub mod health;
 pub mod metrics;
 pub mod objects;
+pub mod prometheus;
 pub mod refs;
+mod scrapes;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,9 +49,12 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use crate::bundle::{CollectionSource, EvidenceBundle, Gap, TimeBasis};
+use crate::bundle::{CollectionSource, EvidenceBundle, Gap, MetricTarget, TimeBasis};
 pub use connect::{ConnectError, ConnectOptions, Connection, connect};
+pub use endpoint::SetupError;
+pub use etcd::EtcdOptions;
 pub use fetch::{FetchError, Fetcher};
+pub use prometheus::PrometheusOptions;
 
 /// What a collection does beyond the defaults.
 #[derive(Debug, Clone)]
@@ -63,6 +75,11 @@ pub struct CollectOptions {
     pub list_probe: bool,
     /// Namespace for namespaced probes (`-n`).
     pub namespace: String,
+    /// `--etcd-metrics-url` and its TLS files: etcd's own metrics, health and alarms.
+    pub etcd: Option<EtcdOptions>,
+    /// `--prometheus` and its options: read the metric families from Prometheus instead of
+    /// scraping the API server (and etcd, unless `etcd` is given).
+    pub prometheus: Option<PrometheusOptions>,
 }
 
 impl Default for CollectOptions {
@@ -75,6 +92,8 @@ impl Default for CollectOptions {
             probe_admission: false,
             list_probe: true,
             namespace: "default".into(),
+            etcd: None,
+            prometheus: None,
         }
     }
 }
@@ -183,12 +202,24 @@ fn gap_for(id: &str, e: &FetchError) -> Gap {
     Gap::new(id, e.gap_reason(), detail)
 }
 
-/// Collect everything from a connected API server.
+/// Collect everything from a connected API server (and etcd and Prometheus, when given).
+///
+/// # Errors
+/// [`SetupError`] when the etcd or Prometheus options cannot be used (a URL that is not http(s),
+/// an unreadable certificate, key, CA or token file). Nothing has been requested then.
 pub async fn collect(
     conn: &Connection,
     opts: &CollectOptions,
     progress: &dyn Progress,
-) -> Collected {
+) -> Result<Collected, SetupError> {
+    let etcd = match &opts.etcd {
+        Some(o) => Some(etcd::Etcd::new(o, opts.request_timeout)?),
+        None => None,
+    };
+    let prometheus = match &opts.prometheus {
+        Some(o) => Some(prometheus::Prometheus::new(o, opts.request_timeout)?),
+        None => None,
+    };
     let started = Instant::now();
     let deadline = started + opts.timeout;
     let fetcher = Fetcher::new(conn.client.clone(), opts.request_timeout);
@@ -196,9 +227,10 @@ pub async fn collect(
         server: conn.server.clone(),
         context: conn.context.clone(),
     });
-    progress.set_total(STAGE_ONE.len() as u64 + 4);
+    let extra_steps = u64::from(etcd.is_some()) + u64::from(prometheus.is_some());
+    progress.set_total(STAGE_ONE.len() as u64 + 4 + extra_steps);
 
-    // Stage one, plus the first scrape.
+    // Stage one, the first scrapes, etcd's health and alarms, and Prometheus.
     let stage_one = futures::future::join_all(STAGE_ONE.iter().map(|s| {
         let f = &fetcher;
         async move {
@@ -207,10 +239,41 @@ pub async fn collect(
             (s, r)
         }
     }));
-    let first_scrape = bounded(deadline, metrics::scrape(&fetcher));
-    let (stage_one, first_scrape) = tokio::join!(stage_one, first_scrape);
-    let scrape_one_at = jiff::Timestamp::now();
-    progress.step("/metrics");
+    let scrapes = scrapes::Scrapes {
+        fetcher: &fetcher,
+        apiserver: prometheus.is_none(),
+        etcd: etcd.as_ref(),
+    };
+    let first_scrape = async {
+        let round = scrapes.first(deadline).await;
+        progress.step("/metrics");
+        round
+    };
+    let etcd_checks = async {
+        match &etcd {
+            Some(e) => {
+                let (health, alarms) = tokio::join!(
+                    bounded(deadline, e.health()),
+                    bounded(deadline, e.alarms())
+                );
+                progress.step("etcd health and alarms");
+                vec![(etcd::GAP_HEALTH, health), (etcd::GAP_ALARMS, alarms)]
+            }
+            None => Vec::new(),
+        }
+    };
+    let from_prometheus = async {
+        match &prometheus {
+            Some(p) => {
+                let r = p.collect(etcd.is_none(), deadline).await;
+                progress.step("Prometheus");
+                r
+            }
+            None => (Vec::new(), Vec::new()),
+        }
+    };
+    let (stage_one, first, etcd_checks, (prom_sources, prom_gaps)) =
+        tokio::join!(stage_one, first_scrape, etcd_checks, from_prometheus);
 
     let mut transport_failures = Vec::new();
     for (source, result) in stage_one {
@@ -224,28 +287,33 @@ pub async fn collect(
             }
         }
     }
-    if transport_failures.len() == STAGE_ONE.len() && first_scrape.as_ref().is_err() {
-        return Collected {
+    if transport_failures.len() == STAGE_ONE.len() && !first.apiserver_ok() {
+        return Ok(Collected {
             unreachable: Some(format!(
                 "the API server at {} could not be reached: {}",
                 conn.server, transport_failures[0]
             )),
             bundle,
-        };
+        });
+    }
+    for (id, result) in etcd_checks {
+        match result {
+            Ok(check) => bundle.health_checks.push(check),
+            Err(e) => bundle.gaps.push(gap_for(id, &e)),
+        }
     }
 
     // Stages two and three while the metrics window runs.
     let references = refs::References::of(&bundle);
     let window = async {
-        match &first_scrape {
-            Ok(_) if !opts.window.is_zero() => {
-                let until = (Instant::now() + opts.window).min(deadline);
-                tokio::time::sleep_until(until).await;
-                let second = bounded(deadline, metrics::scrape(&fetcher)).await;
-                progress.step("/metrics (second scrape)");
-                Some((second, jiff::Timestamp::now()))
-            }
-            _ => None,
+        if first.any_ok() && !opts.window.is_zero() {
+            let until = (Instant::now() + opts.window).min(deadline);
+            tokio::time::sleep_until(until).await;
+            let second = scrapes.second(&first, deadline).await;
+            progress.step("/metrics (second scrape)");
+            Some(second)
+        } else {
+            None
         }
     };
     let later = later_stages(&fetcher, &bundle, &references, opts, deadline, progress);
@@ -256,35 +324,29 @@ pub async fn collect(
     bundle.gaps.extend(later.gaps);
     bundle.probes.extend(later.probes);
 
-    match first_scrape {
-        Ok(first) => {
-            let source = match second {
-                Some((Ok(second), at)) => {
-                    metrics::windowed(first, second, scrape_one_at, at, &conn.server)
-                }
-                Some((Err(e), _)) => {
-                    bundle.gaps.push(Gap::new(
-                        "metrics/apiserver/window",
-                        e.gap_reason(),
-                        format!("second scrape failed ({e}); counters are cumulative history only"),
-                    ));
-                    metrics::single(first, scrape_one_at, &conn.server)
-                }
-                None => metrics::single(first, scrape_one_at, &conn.server),
-            };
-            bundle.collection.metrics_window = source.window.clone();
-            bundle.metrics.push(source);
-        }
-        Err(e) => bundle.gaps.push(gap_for("metrics/apiserver", &e)),
-    }
+    let origins = scrapes::Origins {
+        apiserver: format!("{}/metrics", conn.server),
+        etcd: etcd.as_ref().map(etcd::Etcd::metrics_url),
+    };
+    let (scraped, scrape_gaps) = scrapes::finish(first, second, &origins);
+    bundle.metrics.extend(prom_sources);
+    bundle.metrics.extend(scraped);
+    // API server first, then etcd: one order whatever the sources.
+    bundle.metrics.sort_by_key(|m| m.target != MetricTarget::Apiserver);
+    bundle.gaps.extend(prom_gaps);
+    bundle.gaps.extend(scrape_gaps);
+    bundle.collection.metrics_window = bundle
+        .metrics_for(MetricTarget::Apiserver)
+        .or_else(|| bundle.metrics.first())
+        .and_then(|m| m.window.clone());
 
     bundle.collection.collected_at = Some(jiff::Timestamp::now());
     bundle.collection.collected_at_basis = Some(TimeBasis::Clock);
     certificates::verify_served_chains(&mut bundle);
-    Collected {
+    Ok(Collected {
         bundle,
         unreachable: None,
-    }
+    })
 }
 
 /// What stages two and three produced.

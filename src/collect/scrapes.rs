@@ -1,0 +1,173 @@
+//! The direct scrapes of a collection — kube-apiserver's `/metrics` and, when asked, etcd's — taken
+//! together, twice, a window apart, and turned into metrics sources and gaps.
+//!
+//! Both targets are scraped in the same round so that their windows cover the same period: an
+//! fsync spike in etcd's window and a latency climb in the API server's are about the same minutes.
+//! Each scrape keeps the time it finished, so each window is its own target's measured span.
+//! When `--prometheus` replaces the API server scrape, only etcd (if given) is scraped here.
+//!
+//! A target whose first scrape failed is not scraped again (its gap is already recorded); a target
+//! whose second scrape failed keeps its first, as cumulative history, with a `…/window` gap.
+
+use tokio::time::Instant;
+
+use super::etcd::{self, Etcd};
+use super::{Fetcher, bounded, gap_for, metrics};
+use crate::bundle::{Gap, MetricTarget, MetricsSource};
+use crate::collect::fetch::FetchError;
+use crate::promtext::MetricFamily;
+
+/// One successful scrape.
+pub struct Scrape {
+    /// The selected families.
+    pub families: Vec<MetricFamily>,
+    /// When the body had been read.
+    pub at: jiff::Timestamp,
+}
+
+/// One round of scrapes; `None` for a target not scraped in this round.
+#[derive(Default)]
+pub struct Round {
+    /// kube-apiserver `/metrics`.
+    pub apiserver: Option<Result<Scrape, FetchError>>,
+    /// etcd `/metrics`.
+    pub etcd: Option<Result<Scrape, FetchError>>,
+}
+
+impl Round {
+    /// Whether any target answered (a second round is worth taking).
+    pub fn any_ok(&self) -> bool {
+        matches!(self.apiserver, Some(Ok(_))) || matches!(self.etcd, Some(Ok(_)))
+    }
+
+    /// Whether the API server's `/metrics` answered.
+    pub fn apiserver_ok(&self) -> bool {
+        matches!(self.apiserver, Some(Ok(_)))
+    }
+}
+
+/// What to scrape.
+pub struct Scrapes<'a> {
+    /// The API server's client.
+    pub fetcher: &'a Fetcher,
+    /// Scrape the API server (false when Prometheus replaces it).
+    pub apiserver: bool,
+    /// etcd, when `--etcd-metrics-url` was given.
+    pub etcd: Option<&'a Etcd>,
+}
+
+async fn timed(
+    fut: impl std::future::Future<Output = Result<Vec<MetricFamily>, FetchError>>,
+) -> Result<Scrape, FetchError> {
+    let families = fut.await?;
+    Ok(Scrape {
+        families,
+        at: jiff::Timestamp::now(),
+    })
+}
+
+impl Scrapes<'_> {
+    /// Scrape the targets for which `wanted` says yes, concurrently.
+    async fn round(&self, apiserver: bool, etcd: bool, deadline: Instant) -> Round {
+        let a = async {
+            if apiserver {
+                Some(bounded(deadline, timed(metrics::scrape(self.fetcher))).await)
+            } else {
+                None
+            }
+        };
+        let e = async {
+            match self.etcd {
+                Some(client) if etcd => Some(bounded(deadline, timed(client.scrape())).await),
+                _ => None,
+            }
+        };
+        let (apiserver, etcd) = tokio::join!(a, e);
+        Round { apiserver, etcd }
+    }
+
+    /// The first round: every configured target.
+    pub async fn first(&self, deadline: Instant) -> Round {
+        self.round(self.apiserver, self.etcd.is_some(), deadline)
+            .await
+    }
+
+    /// The second round: the targets that answered the first.
+    pub async fn second(&self, first: &Round, deadline: Instant) -> Round {
+        self.round(
+            matches!(first.apiserver, Some(Ok(_))),
+            matches!(first.etcd, Some(Ok(_))),
+            deadline,
+        )
+        .await
+    }
+}
+
+/// Where each target's metrics were read, for the sources' `origin`.
+pub struct Origins<'a> {
+    /// The API server's `/metrics` URL.
+    pub apiserver: String,
+    /// etcd's `/metrics` URL.
+    pub etcd: Option<&'a str>,
+}
+
+fn finish_one(
+    target: MetricTarget,
+    origin: &str,
+    gap_metrics: &str,
+    gap_window: &str,
+    first: Option<Result<Scrape, FetchError>>,
+    second: Option<Result<Scrape, FetchError>>,
+    out: &mut (Vec<MetricsSource>, Vec<Gap>),
+) {
+    match first {
+        None => {}
+        Some(Err(e)) => out.1.push(gap_for(gap_metrics, &e)),
+        Some(Ok(one)) => {
+            let source = match second {
+                Some(Ok(two)) => {
+                    metrics::windowed(target, origin, one.families, two.families, one.at, two.at)
+                }
+                Some(Err(e)) => {
+                    out.1.push(Gap::new(
+                        gap_window,
+                        e.gap_reason(),
+                        format!("second scrape failed ({e}); counters are cumulative history only"),
+                    ));
+                    metrics::single(target, origin, one.families, one.at)
+                }
+                None => metrics::single(target, origin, one.families, one.at),
+            };
+            out.0.push(source);
+        }
+    }
+}
+
+/// The sources and gaps of the rounds taken (API server first, then etcd).
+pub fn finish(
+    first: Round,
+    second: Option<Round>,
+    origins: &Origins<'_>,
+) -> (Vec<MetricsSource>, Vec<Gap>) {
+    let mut out = (Vec::new(), Vec::new());
+    let second = second.unwrap_or_default();
+    finish_one(
+        MetricTarget::Apiserver,
+        &origins.apiserver,
+        "metrics/apiserver",
+        "metrics/apiserver/window",
+        first.apiserver,
+        second.apiserver,
+        &mut out,
+    );
+    finish_one(
+        MetricTarget::Etcd,
+        origins.etcd.unwrap_or_default(),
+        etcd::GAP_METRICS,
+        etcd::GAP_WINDOW,
+        first.etcd,
+        second.etcd,
+        &mut out,
+    );
+    out
+}

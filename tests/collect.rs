@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::util::{extpath, repo};
 
-async fn start(name: &str) -> RunningServer {
+pub(crate) async fn start(name: &str) -> RunningServer {
     let path = repo()
         .join("fixtures/scenarios")
         .join(format!("{name}.yaml"));
@@ -23,46 +23,46 @@ async fn start(name: &str) -> RunningServer {
     RefServer::start(s, StartOptions::default()).await.unwrap()
 }
 
-async fn start_text(text: &str) -> RunningServer {
+pub(crate) async fn start_text(text: &str) -> RunningServer {
     let s = scenario::load_str(text, "inline.yaml").unwrap();
     RefServer::start(s, StartOptions::default()).await.unwrap()
 }
 
-struct Files {
+pub(crate) struct Files {
     dir: tempfile::TempDir,
 }
 
 impl Files {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Files {
             dir: tempfile::tempdir().unwrap(),
         }
     }
-    fn write(&self, name: &str, text: &str) -> PathBuf {
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.dir.path().join(name);
         std::fs::write(&p, text).unwrap();
         p
     }
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
-    fn bundle(&self) -> Value {
+    pub(crate) fn bundle(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("not a JSON bundle ({e}); stderr: {}", self.stderr))
     }
 }
 
 /// Run the binary in an empty HOME with no KUBECONFIG unless given.
-fn run(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn run(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = extpath();
     cmd.env_remove("KUBECONFIG")
         .env_remove("HTTPS_PROXY")
@@ -91,7 +91,7 @@ fn backend(server: &RunningServer, svc_ns: &str, backend: &str) -> String {
     )
 }
 
-fn gaps(b: &Value) -> Vec<(String, String)> {
+pub(crate) fn gaps(b: &Value) -> Vec<(String, String)> {
     b["gaps"]
         .as_array()
         .cloned()

@@ -249,9 +249,10 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> 
         config.default_namespace = ns.clone();
     }
     if !opts.request_timeout.is_zero() {
+        // Only the connect timeout: kube's read/write timeouts apply to the connection, not to a
+        // request, so an HTTP/2 connection idle for longer (while etcd times out, or during the
+        // metrics window) would die under the next request. The Fetcher bounds every request.
         config.connect_timeout = Some(opts.request_timeout);
-        config.read_timeout = Some(opts.request_timeout);
-        config.write_timeout = Some(opts.request_timeout);
     }
     config.default_retry = false;
     let server = config

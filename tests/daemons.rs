@@ -1,0 +1,113 @@
+//! Real etcd and Prometheus processes for the source tests: started on 127.0.0.1 with ephemeral
+//! ports and a temporary data directory, polled until ready (never slept on), and killed when the
+//! guard drops — also when a test panics, and also when the test left the process stopped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free port on 127.0.0.1: bound, then released for the daemon to take. Another process could
+/// take it in between; on a test machine that does not happen in practice, and a daemon that
+/// fails to bind shows in its log.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A running daemon; killed on drop.
+pub struct Daemon {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+    /// Its data and configuration directory, removed on drop (after the process is gone).
+    _dir: tempfile::TempDir,
+}
+
+impl Daemon {
+    /// Start `program` with `args`, output to a log file in `dir`.
+    pub fn start(name: &'static str, program: &str, args: &[String], dir: tempfile::TempDir) -> Self {
+        let log = dir.path().join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let child = Command::new(program)
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} cannot be started ({e}); .ci/run installs it"));
+        Daemon {
+            name,
+            child,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// Process id, for signals.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Send a signal (`STOP`, `CONT`) with kill(1).
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([format!("-{sig}"), self.pid().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig} {}", self.pid());
+    }
+
+    /// Poll `ready` until it says yes, failing with the log when the process exits or `limit`
+    /// passes.
+    pub async fn wait_until<F, Fut>(&mut self, limit: Duration, mut ready: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(20);
+        loop {
+            if ready().await {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("{} exited ({status}) before it was ready:\n{}", self.name, self.log());
+            }
+            assert!(
+                started.elapsed() < limit,
+                "{} not ready within {limit:?}:\n{}",
+                self.name,
+                self.log()
+            );
+            // Back off between polls, not a wait for a guessed start-up time.
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A directory for a daemon.
+pub fn dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Write a file in `dir`.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}

@@ -53,6 +53,17 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l etcd-metrics-url -d 'etcd\'s /metrics URL (the client URL `https://HOST:2379`, or a `--listen-metrics-urls` address): adds etcd\'s own metrics, scraped in the same window, its /health and its alarms' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l etcd-cert -d 'Client certificate for etcd (mutual TLS)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l etcd-key -d 'Key of the etcd client certificate' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l etcd-ca -d 'CA that signed etcd\'s serving certificate' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l prometheus -d 'Read the metrics from this Prometheus (base URL) instead of scraping /metrics: rates over --since, no window to wait for' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l since -d 'With --prometheus: how far back the rates reach [default: 10m]' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l until -d 'With --prometheus: the end of that window, as an RFC 3339 time [default: now]' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l prometheus-bearer-token-file -d 'File holding a bearer token for Prometheus' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l prometheus-ca -d 'CA that signed Prometheus\' serving certificate (default: the system\'s roots)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l prometheus-apiserver-selector -d 'Label matchers of kube-apiserver\'s series in Prometheus' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l prometheus-etcd-selector -d 'Label matchers of etcd\'s series in Prometheus (read unless --etcd-metrics-url is given)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
 json\t'JSON'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'

@@ -84,6 +84,26 @@ pub(crate) fn run(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// Run `kubectl-extpath SUBCOMMAND ARGS…` off the async runtime (the reference server and the
+/// test's writers keep running meanwhile); the run and its wall time.
+pub(crate) async fn extpath_run(
+    f: &Files,
+    subcommand: &str,
+    args: Vec<String>,
+) -> (Run, std::time::Duration) {
+    let home = f.path().to_path_buf();
+    let subcommand = subcommand.to_string();
+    tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let mut all = vec![subcommand.as_str()];
+        all.extend(args.iter().map(String::as_str));
+        let r = run(&home, &all, &[]);
+        (r, started.elapsed())
+    })
+    .await
+    .unwrap()
+}
+
 fn backend(server: &RunningServer, svc_ns: &str, backend: &str) -> String {
     format!(
         "{svc_ns}=127.0.0.1:{}",

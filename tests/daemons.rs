@@ -25,7 +25,12 @@ pub struct Daemon {
 
 impl Daemon {
     /// Start `program` with `args`, output to a log file in `dir`.
-    pub fn start(name: &'static str, program: &str, args: &[String], dir: tempfile::TempDir) -> Self {
+    pub fn start(
+        name: &'static str,
+        program: &str,
+        args: &[String],
+        dir: tempfile::TempDir,
+    ) -> Self {
         let log = dir.path().join(format!("{name}.log"));
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(program)
@@ -78,7 +83,11 @@ impl Daemon {
                 return;
             }
             if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("{} exited ({status}) before it was ready:\n{}", self.name, self.log());
+                panic!(
+                    "{} exited ({status}) before it was ready:\n{}",
+                    self.name,
+                    self.log()
+                );
             }
             assert!(
                 started.elapsed() < limit,

@@ -6,14 +6,14 @@
 //! `scan` exists the same arguments give a verdict to assert on in one line.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use extpath::pki::generate::{LeafSpec, TestCa, Validity};
 use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::{Value, json};
 
-use crate::collect::{Files, Run, gaps, run, start_text};
+use crate::collect::{Files, extpath_run, gaps, start_text};
 use crate::daemons::{Daemon, dir, free_port, write};
 
 /// The API server whose etcd the test's etcd plays: nothing extended, so every gap and every
@@ -38,17 +38,21 @@ impl Pki {
     fn new() -> Self {
         // etcd checks validity against the real clock, so these are valid around now.
         let validity = Validity::around(jiff::Timestamp::now(), 1, 30);
-        let ca = TestCa::new("etcd-ca", validity.clone()).unwrap();
+        let ca = TestCa::new("etcd-ca", validity).unwrap();
         // etcd's gRPC gateway dials etcd itself with the serving certificate, so under
         // --client-cert-auth that certificate must be good for client auth too (as kubeadm's is).
         let server = ca
             .issue(&LeafSpec {
                 client_auth: true,
-                ..LeafSpec::server(&["127.0.0.1", "localhost"], validity.clone())
+                ..LeafSpec::server(&["127.0.0.1", "localhost"], validity)
             })
             .unwrap();
         let client = ca
-            .issue(&LeafSpec::client("kube-apiserver-etcd-client", &[], validity))
+            .issue(&LeafSpec::client(
+                "kube-apiserver-etcd-client",
+                &[],
+                validity,
+            ))
             .unwrap();
         Pki {
             ca: ca.cert_pem.clone(),
@@ -170,10 +174,7 @@ impl Etcd {
 
 async fn healthy(http: &reqwest::Client, url: &str) -> bool {
     match http.get(url).send().await {
-        Ok(r) => r
-            .json::<Value>()
-            .await
-            .is_ok_and(|v| v["health"] == "true"),
+        Ok(r) => r.json::<Value>().await.is_ok_and(|v| v["health"] == "true"),
         Err(_) => false,
     }
 }
@@ -189,7 +190,11 @@ fn args(kubeconfig: &std::path::Path, etcd: &Etcd, extra: &[&str]) -> Vec<String
         format!("{}/metrics", etcd.url),
     ];
     if let Some((ca, cert, key)) = &etcd.tls {
-        for (flag, p) in [("--etcd-ca", ca), ("--etcd-cert", cert), ("--etcd-key", key)] {
+        for (flag, p) in [
+            ("--etcd-ca", ca),
+            ("--etcd-cert", cert),
+            ("--etcd-key", key),
+        ] {
             a.extend([flag.to_string(), p.display().to_string()]);
         }
     }
@@ -197,24 +202,11 @@ fn args(kubeconfig: &std::path::Path, etcd: &Etcd, extra: &[&str]) -> Vec<String
     a
 }
 
-/// Run `kubectl-extpath SUBCOMMAND ARGS…` off the async runtime (the reference server and the
-/// test's writers keep running meanwhile); the run and its wall time.
-async fn extpath_run(f: &Files, subcommand: &str, args: Vec<String>) -> (Run, Duration) {
-    let home = f.path().to_path_buf();
-    let subcommand = subcommand.to_string();
-    tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        let mut all = vec![subcommand.as_str()];
-        all.extend(args.iter().map(String::as_str));
-        let r = run(&home, &all, &[]);
-        (r, started.elapsed())
-    })
-    .await
-    .unwrap()
-}
-
 fn source<'a>(b: &'a Value, target: &str) -> Option<&'a Value> {
-    b["metrics"].as_array()?.iter().find(|m| m["target"] == target)
+    b["metrics"]
+        .as_array()?
+        .iter()
+        .find(|m| m["target"] == target)
 }
 
 fn family<'a>(source: &'a Value, name: &str) -> &'a Value {
@@ -229,7 +221,11 @@ fn family<'a>(source: &'a Value, name: &str) -> &'a Value {
 fn etcd_checks(b: &Value) -> Vec<&Value> {
     b["health_checks"]
         .as_array()
-        .map(|hs| hs.iter().filter(|h| h["endpoint"] == "etcd_health").collect())
+        .map(|hs| {
+            hs.iter()
+                .filter(|h| h["endpoint"] == "etcd_health")
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -286,13 +282,18 @@ async fn a_healthy_etcd_over_mutual_tls_is_read_in_the_apiservers_window() {
             .unwrap();
         assert!(apart < 500.0, "{edge}s {apart} ms apart");
     }
-    assert_eq!(family(m, "etcd_server_has_leader")["series"][0]["value"], 1.0);
+    assert_eq!(
+        family(m, "etcd_server_has_leader")["series"][0]["value"],
+        1.0
+    );
     let changes = family(m, "etcd_server_leader_changes_seen_total");
     assert_eq!(changes["type"], "counter");
     assert_eq!(changes["series"][0]["window"]["delta"], 0.0, "{changes}");
     let fsync = family(m, "etcd_disk_wal_fsync_duration_seconds");
     assert_eq!(fsync["type"], "histogram");
-    let fsyncs_in_window = fsync["series"][0]["window"]["count_delta"].as_f64().unwrap();
+    let fsyncs_in_window = fsync["series"][0]["window"]["count_delta"]
+        .as_f64()
+        .unwrap();
     assert!(fsyncs_in_window > 0.0, "{fsync}");
     for name in [
         "etcd_disk_backend_commit_duration_seconds",
@@ -405,7 +406,9 @@ async fn a_full_etcd_raises_nospace_and_the_bundle_names_it() {
     let value = vec![b'x'; 64 * 1024];
     let mut refused = None;
     for n in 0..64 {
-        let r = etcd.put(&format!("/registry/configmaps/demo/cm-{n}"), &value).await;
+        let r = etcd
+            .put(&format!("/registry/configmaps/demo/cm-{n}"), &value)
+            .await;
         if let Some(e) = r.get("error") {
             refused = Some(e.as_str().unwrap_or_default().to_string());
             break;
@@ -433,7 +436,12 @@ async fn a_full_etcd_raises_nospace_and_the_bundle_names_it() {
     assert_eq!(health["ok"], false, "{health}");
     let alarms = checks
         .iter()
-        .find(|c| c["origin"].as_str().unwrap().ends_with("/v3/maintenance/alarm"))
+        .find(|c| {
+            c["origin"]
+                .as_str()
+                .unwrap()
+                .ends_with("/v3/maintenance/alarm")
+        })
         .unwrap();
     assert_eq!(alarms["ok"], false);
     assert_eq!(alarms["error"], "alarms raised: NOSPACE");

@@ -9,6 +9,7 @@ mod completions;
 mod daemons;
 mod docs;
 mod etcd;
+mod prometheus;
 mod raw_import;
 mod raw_import_errors;
 mod raw_import_kinds;

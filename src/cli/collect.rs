@@ -9,8 +9,10 @@ use clap::Args;
 
 use super::kube_flags::{KubeFlags, parse_duration};
 use super::{CliError, DocFormat, EXIT_OK, EXIT_UNREACHABLE};
-use crate::collect::prometheus::{DEFAULT_APISERVER_SELECTOR, DEFAULT_ETCD_SELECTOR, DEFAULT_SINCE};
-use crate::collect::{CollectOptions, EtcdOptions, PrometheusOptions, Progress};
+use crate::collect::prometheus::{
+    DEFAULT_APISERVER_SELECTOR, DEFAULT_ETCD_SELECTOR, DEFAULT_SINCE,
+};
+use crate::collect::{CollectOptions, EtcdOptions, Progress, PrometheusOptions};
 
 /// Options shared by `collect` and `scan`.
 #[derive(Debug, Clone, Args)]
@@ -37,13 +39,28 @@ pub struct CollectFlags {
     #[arg(long, value_name = "URL", help_heading = "etcd")]
     pub etcd_metrics_url: Option<String>,
     /// Client certificate for etcd (mutual TLS).
-    #[arg(long, value_name = "FILE", requires = "etcd_metrics_url", help_heading = "etcd")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "etcd_metrics_url",
+        help_heading = "etcd"
+    )]
     pub etcd_cert: Option<PathBuf>,
     /// Key of the etcd client certificate.
-    #[arg(long, value_name = "FILE", requires = "etcd_metrics_url", help_heading = "etcd")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "etcd_metrics_url",
+        help_heading = "etcd"
+    )]
     pub etcd_key: Option<PathBuf>,
     /// CA that signed etcd's serving certificate.
-    #[arg(long, value_name = "FILE", requires = "etcd_metrics_url", help_heading = "etcd")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "etcd_metrics_url",
+        help_heading = "etcd"
+    )]
     pub etcd_ca: Option<PathBuf>,
     /// Read the metrics from this Prometheus (base URL) instead of scraping /metrics: rates over
     /// --since, no window to wait for.
@@ -56,10 +73,20 @@ pub struct CollectFlags {
     #[arg(long, value_name = "TIME", value_parser = parse_time, requires = "prometheus", help_heading = "Prometheus")]
     pub until: Option<jiff::Timestamp>,
     /// File holding a bearer token for Prometheus.
-    #[arg(long, value_name = "FILE", requires = "prometheus", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "prometheus",
+        help_heading = "Prometheus"
+    )]
     pub prometheus_bearer_token_file: Option<PathBuf>,
     /// CA that signed Prometheus' serving certificate (default: the system's roots).
-    #[arg(long, value_name = "FILE", requires = "prometheus", help_heading = "Prometheus")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "prometheus",
+        help_heading = "Prometheus"
+    )]
     pub prometheus_ca: Option<PathBuf>,
     /// Label matchers of kube-apiserver's series in Prometheus.
     #[arg(long, value_name = "MATCHERS", default_value = DEFAULT_APISERVER_SELECTOR, help_heading = "Prometheus")]

@@ -42,15 +42,18 @@ pub enum SetupError {
     },
 }
 
-/// The TLS and authentication files for one endpoint, with the flag names to blame.
+/// A file named on the command line, with the flag that named it (to blame in errors).
+pub type FlagFile = (&'static str, PathBuf);
+
+/// The TLS and authentication files for one endpoint.
 #[derive(Debug, Clone, Default)]
 pub struct ClientFiles {
-    /// CA bundle to trust instead of the platform roots, and its flag.
-    pub ca: Option<(&'static str, PathBuf)>,
-    /// Client certificate and key (mutual TLS), and their flags.
-    pub identity: Option<((&'static str, PathBuf), (&'static str, PathBuf))>,
-    /// A file holding a bearer token, and its flag.
-    pub bearer_token: Option<(&'static str, PathBuf)>,
+    /// CA bundle to trust instead of the platform roots.
+    pub ca: Option<FlagFile>,
+    /// Client certificate and key (mutual TLS).
+    pub identity: Option<(FlagFile, FlagFile)>,
+    /// A file holding a bearer token.
+    pub bearer_token: Option<FlagFile>,
 }
 
 fn read(flag: &'static str, path: &Path) -> Result<Vec<u8>, SetupError> {
@@ -102,13 +105,12 @@ impl HttpEndpoint {
         if let Some((flag, path)) = &files.ca {
             let bytes = read(flag, path)?;
             pem_kinds(flag, path, &bytes)?;
-            let certs = reqwest::Certificate::from_pem_bundle(&bytes).map_err(|e| {
-                SetupError::File {
+            let certs =
+                reqwest::Certificate::from_pem_bundle(&bytes).map_err(|e| SetupError::File {
                     flag,
                     path: path.clone(),
                     message: format!("not a PEM certificate bundle: {}", error_chain(&e)),
-                }
-            })?;
+                })?;
             if certs.is_empty() {
                 return Err(SetupError::File {
                     flag,
@@ -144,16 +146,11 @@ impl HttpEndpoint {
             let mut both = cert_pem;
             both.push(b'\n');
             both.extend_from_slice(&key_pem);
-            let identity =
-                reqwest::Identity::from_pem(&both).map_err(|e| SetupError::File {
-                    flag: key_flag,
-                    path: key.clone(),
-                    message: format!(
-                        "does not pair with {}: {}",
-                        cert.display(),
-                        error_chain(&e)
-                    ),
-                })?;
+            let identity = reqwest::Identity::from_pem(&both).map_err(|e| SetupError::File {
+                flag: key_flag,
+                path: key.clone(),
+                message: format!("does not pair with {}: {}", cert.display(), error_chain(&e)),
+            })?;
             builder = builder.identity(identity);
         }
         let bearer = match &files.bearer_token {
@@ -375,7 +372,10 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.starts_with(&format!("--etcd-ca {}: ", missing.display())), "{e}");
+        assert!(
+            e.starts_with(&format!("--etcd-ca {}: ", missing.display())),
+            "{e}"
+        );
 
         let text = dir.path().join("text.pem");
         std::fs::write(&text, "hello\n").unwrap();

@@ -152,10 +152,7 @@ impl Etcd {
     /// answer is not an alarm list.
     pub async fn alarms(&self) -> Result<HealthCheck, FetchError> {
         let url = format!("{}/v3/maintenance/alarm", self.base);
-        let (status, body) = self
-            .http
-            .post_json(&url, &json!({"action": "GET"}))
-            .await?;
+        let (status, body) = self.http.post_json(&url, &json!({"action": "GET"})).await?;
         if !(200..300).contains(&status) {
             let mut message: String = String::from_utf8_lossy(&body)
                 .trim()
@@ -265,7 +262,11 @@ pub fn alarm_check(v: &Value, target: &str, origin: &str) -> Result<HealthCheck,
     let alarms = match obj.get("alarms") {
         None | Some(Value::Null) => &Vec::new(),
         Some(Value::Array(a)) => a,
-        Some(_) => return Err(FetchError::Decode("alarm list: `alarms` is not a list".into())),
+        Some(_) => {
+            return Err(FetchError::Decode(
+                "alarm list: `alarms` is not a list".into(),
+            ));
+        }
     };
     let mut checks = Vec::new();
     for a in alarms {
@@ -371,9 +372,13 @@ mod tests {
             ca: None,
         };
         let t = Duration::from_secs(1);
-        let e = Etcd::new(&opts("https://e:2379", true, false), t).err().unwrap();
+        let e = Etcd::new(&opts("https://e:2379", true, false), t)
+            .err()
+            .unwrap();
         assert_eq!(e.to_string(), "--etcd-cert: needs --etcd-key");
-        let e = Etcd::new(&opts("http://e:2379", true, true), t).err().unwrap();
+        let e = Etcd::new(&opts("http://e:2379", true, true), t)
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("plain http"), "{e}");
         let e = Etcd::new(&opts("e:2379", false, false), t).err().unwrap();
         assert!(e.to_string().starts_with("--etcd-metrics-url"), "{e}");

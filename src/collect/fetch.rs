@@ -341,8 +341,8 @@ impl LineSplitter {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let line =
-            std::str::from_utf8(&self.pending).map_err(|_| FetchError::Decode("not UTF-8".into()))?;
+        let line = std::str::from_utf8(&self.pending)
+            .map_err(|_| FetchError::Decode("not UTF-8".into()))?;
         on_line(line).map_err(FetchError::Decode)
     }
 }

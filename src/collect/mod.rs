@@ -252,10 +252,8 @@ pub async fn collect(
     let etcd_checks = async {
         match &etcd {
             Some(e) => {
-                let (health, alarms) = tokio::join!(
-                    bounded(deadline, e.health()),
-                    bounded(deadline, e.alarms())
-                );
+                let (health, alarms) =
+                    tokio::join!(bounded(deadline, e.health()), bounded(deadline, e.alarms()));
                 progress.step("etcd health and alarms");
                 vec![(etcd::GAP_HEALTH, health), (etcd::GAP_ALARMS, alarms)]
             }
@@ -332,7 +330,9 @@ pub async fn collect(
     bundle.metrics.extend(prom_sources);
     bundle.metrics.extend(scraped);
     // API server first, then etcd: one order whatever the sources.
-    bundle.metrics.sort_by_key(|m| m.target != MetricTarget::Apiserver);
+    bundle
+        .metrics
+        .sort_by_key(|m| m.target != MetricTarget::Apiserver);
     bundle.gaps.extend(prom_gaps);
     bundle.gaps.extend(scrape_gaps);
     bundle.collection.metrics_window = bundle

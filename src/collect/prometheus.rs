@@ -23,6 +23,7 @@
 //! selected family, all in flight at once (at most [`IN_FLIGHT`]), each under `--request-timeout`,
 //! evaluated at the same `time`. A family whose query fails is a gap of its own; the others stand.
 
+pub mod families;
 pub mod promql;
 
 use std::collections::{BTreeSet, HashMap};
@@ -206,15 +207,19 @@ impl Prometheus {
         Ok(names.into_iter().collect())
     }
 
-    async fn query(&self, plan: &FamilyPlan, selector: &Selector, time: &str) -> Result<Vec<Sample>, FetchError> {
+    async fn query(
+        &self,
+        plan: &FamilyPlan,
+        selector: &Selector,
+        time: &str,
+    ) -> Result<Vec<Sample>, FetchError> {
         let url = format!("{}/api/v1/query", self.base);
         let q = promql::query(plan, selector, self.since);
-        let data: VectorData = self
-            .api(
-                self.http
-                    .post_form(&url, &[("query", q.as_str()), ("time", time)])
-                    .await,
-            )?;
+        let data: VectorData = self.api(
+            self.http
+                .post_form(&url, &[("query", q.as_str()), ("time", time)])
+                .await,
+        )?;
         if data.result_type != "vector" {
             return Err(FetchError::Decode(format!(
                 "expected a vector, got a {}",

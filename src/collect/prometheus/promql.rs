@@ -136,14 +136,15 @@ impl Selector {
     }
 }
 
-/// A PromQL duration for `d`: whole seconds when it is, else milliseconds.
+/// A PromQL duration for `d`, in the largest unit that divides it (`10m`, `90s`, `6512ms`).
 pub fn range(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
+    for (unit, size) in [("h", 3_600_000), ("m", 60_000), ("s", 1000)] {
+        if ms > 0 && ms.is_multiple_of(size) {
+            return format!("{}{unit}", ms / size);
+        }
     }
+    format!("{ms}ms")
 }
 
 /// How one gauge family is aggregated across instances (see the module doc).
@@ -189,54 +190,64 @@ pub struct FamilyPlan {
 
 /// The selected families among the series `names` Prometheus holds for a target, typed by
 /// `metadata` (`/api/v1/metadata`, keyed by family name). Without metadata (some
-/// Prometheus-compatible stores do not keep it) the type is inferred from the names: `_bucket`
-/// and `_count` siblings make a histogram, a `_total` suffix a counter, anything else is read as a
-/// gauge. Sorted by name.
+/// Prometheus-compatible stores do not keep it) the type is the known one
+/// ([`super::families::KNOWN`]), else inferred from the names: `_bucket` and `_count` siblings
+/// make a histogram, a `_total` suffix a counter, anything else is read as a gauge. Sorted by
+/// name.
 pub fn plan(
     names: &BTreeSet<String>,
     metadata: &HashMap<String, Vec<Metadata>>,
     selection: &Selection,
 ) -> Vec<FamilyPlan> {
     let meta = |n: &str| metadata.get(n).and_then(|v| v.first());
+    let kind = |n: &str| {
+        meta(n)
+            .map(|m| kind_of(&m.kind))
+            .or_else(|| super::families::known_kind(n))
+    };
     let mut out: BTreeMap<String, FamilyPlan> = BTreeMap::new();
     for name in names {
-        let mut family: Option<(String, MetricKind, Option<&Metadata>)> = None;
+        let mut family: Option<(String, MetricKind)> = None;
         for suffix in ["_bucket", "_sum", "_count"] {
             let Some(base) = name.strip_suffix(suffix) else {
                 continue;
             };
-            match meta(base).map(|m| (kind_of(&m.kind), m)) {
-                Some((k @ (MetricKind::Histogram | MetricKind::Summary), m)) => {
-                    family = Some((base.to_string(), k, Some(m)));
+            match kind(base) {
+                Some(k @ (MetricKind::Histogram | MetricKind::Summary)) => {
+                    family = Some((base.to_string(), k));
                 }
-                None if meta(name).is_none()
+                None if kind(name).is_none()
                     && names.contains(&format!("{base}_bucket"))
                     && names.contains(&format!("{base}_count")) =>
                 {
-                    family = Some((base.to_string(), MetricKind::Histogram, None));
+                    family = Some((base.to_string(), MetricKind::Histogram));
                 }
                 _ => {}
             }
         }
-        let (fname, kind, m) = family.unwrap_or_else(|| {
+        let (fname, kind) = family.unwrap_or_else(|| {
             // OpenMetrics scrapes keep a counter's metadata under the name without `_total`.
-            let m = meta(name).or_else(|| name.strip_suffix("_total").and_then(meta));
-            let kind = match m {
-                Some(m) => kind_of(&m.kind),
+            let k = kind(name).or_else(|| name.strip_suffix("_total").and_then(kind));
+            let k = match k {
+                Some(k) => k,
                 None if name.ends_with("_total") => MetricKind::Counter,
                 None => MetricKind::Untyped,
             };
-            (name.clone(), kind, m)
+            (name.clone(), k)
         });
         if !selection.wants(&fname) || out.contains_key(&fname) {
             continue;
         }
+        let help = meta(&fname)
+            .or_else(|| fname.strip_suffix("_total").and_then(meta))
+            .map(|m| m.help.clone())
+            .filter(|h| !h.is_empty());
         out.insert(
             fname.clone(),
             FamilyPlan {
                 name: fname,
                 kind,
-                help: m.map(|m| m.help.clone()).filter(|h| !h.is_empty()),
+                help,
             },
         );
     }
@@ -327,7 +338,11 @@ fn sorted(mut b: Vec<Bucket>) -> Vec<Bucket> {
 ///
 /// # Errors
 /// A message for a sample whose value or `le` is not a number, or without the part label.
-pub fn assemble(plan: &FamilyPlan, samples: &[Sample], since: Duration) -> Result<MetricFamily, String> {
+pub fn assemble(
+    plan: &FamilyPlan,
+    samples: &[Sample],
+    since: Duration,
+) -> Result<MetricFamily, String> {
     let seconds = since.as_secs_f64();
     let mut series: BTreeMap<BTreeMap<String, String>, Parts> = BTreeMap::new();
     for s in samples {
@@ -434,7 +449,14 @@ mod tests {
         assert_eq!(s.matchers, r#"cluster="prod, eu", job!~'x\'y'"#);
         assert_eq!(s.labels, ["cluster", "job"]);
         assert!(s.without().ends_with("node, cluster"), "{}", s.without());
-        for bad in ["", "job", r#"job="x"#, r#"job=x"#, r#"job="x" cluster="y""#, r#"1a="x""#] {
+        for bad in [
+            "",
+            "job",
+            r#"job="x"#,
+            r#"job=x"#,
+            r#"job="x" cluster="y""#,
+            r#"1a="x""#,
+        ] {
             assert!(Selector::parse(bad).is_err(), "{bad:?}");
         }
     }
@@ -451,6 +473,11 @@ mod tests {
             "etcd_disk_wal_fsync_duration_seconds_count",
             "etcd_server_has_leader",
             "etcd_server_proposals_failed_total",
+            "apiserver_admission_webhook_new_thing_total",
+            "aggregator_new_thing",
+            "aggregator_new_seconds_bucket",
+            "aggregator_new_seconds_sum",
+            "aggregator_new_seconds_count",
             "go_goroutines",
         ]
         .iter()
@@ -475,15 +502,24 @@ mod tests {
         assert_eq!(
             got,
             [
+                ("aggregator_new_seconds", MetricKind::Histogram),
+                ("aggregator_new_thing", MetricKind::Untyped),
+                (
+                    "apiserver_admission_webhook_new_thing_total",
+                    MetricKind::Counter
+                ),
                 ("apiserver_request_total", MetricKind::Counter),
-                ("etcd_disk_wal_fsync_duration_seconds", MetricKind::Histogram),
+                (
+                    "etcd_disk_wal_fsync_duration_seconds",
+                    MetricKind::Histogram
+                ),
                 ("etcd_request_duration_seconds", MetricKind::Histogram),
                 ("etcd_server_has_leader", MetricKind::Gauge),
                 ("etcd_server_proposals_failed_total", MetricKind::Counter),
             ]
         );
-        assert_eq!(plans[0].help.as_deref(), Some("a counter"));
-        assert_eq!(plans[1].help, None);
+        assert_eq!(plans[3].help.as_deref(), Some("a counter"));
+        assert_eq!(plans[4].help, None);
     }
 
     #[test]
@@ -510,7 +546,10 @@ mod tests {
             &sel,
             Duration::from_millis(6500),
         );
-        assert!(q.contains("(increase(x_total{job=\"etcd\"}[6500ms]))"), "{q}");
+        assert!(
+            q.contains("(increase(x_total{job=\"etcd\"}[6500ms]))"),
+            "{q}"
+        );
         assert!(q.contains("(resets(x_total{job=\"etcd\"}[6500ms]))"), "{q}");
         assert_eq!(q.matches(" or ").count(), 2);
         let q = query(
@@ -518,7 +557,10 @@ mod tests {
             &sel,
             Duration::from_secs(60),
         );
-        assert!(q.contains("(increase(h_seconds_bucket{job=\"etcd\"}[60s]))"), "{q}");
+        assert!(
+            q.contains("(increase(h_seconds_bucket{job=\"etcd\"}[1m]))"),
+            "{q}"
+        );
         assert_eq!(q.matches(" or ").count(), 6);
     }
 
@@ -542,8 +584,14 @@ mod tests {
         let samples = vec![
             sample(&[(PART, "bucket"), ("le", "+Inf"), ("op", "get")], "10"),
             sample(&[(PART, "bucket"), ("le", "0.5"), ("op", "get")], "7"),
-            sample(&[(PART, "bucket_increase"), ("le", "0.5"), ("op", "get")], "3.5"),
-            sample(&[(PART, "bucket_increase"), ("le", "+Inf"), ("op", "get")], "5"),
+            sample(
+                &[(PART, "bucket_increase"), ("le", "0.5"), ("op", "get")],
+                "3.5",
+            ),
+            sample(
+                &[(PART, "bucket_increase"), ("le", "+Inf"), ("op", "get")],
+                "5",
+            ),
             sample(&[(PART, "sum"), ("op", "get")], "2"),
             sample(&[(PART, "sum_increase"), ("op", "get")], "1"),
             sample(&[(PART, "count"), ("op", "get")], "10"),
@@ -580,12 +628,19 @@ mod tests {
         )
         .unwrap();
         let w = f.series[1].window.as_ref().unwrap();
-        assert_eq!((w.delta, w.rate, w.reset), (Some(MetricValue(20.0)), Some(MetricValue(2.0)), false));
+        assert_eq!(
+            (w.delta, w.rate, w.reset),
+            (Some(MetricValue(20.0)), Some(MetricValue(2.0)), false)
+        );
         assert_eq!(f.series[0].window, None);
         assert!(assemble(&counter, &[sample(&[], "1")], Duration::from_secs(1)).is_err());
         assert!(
-            assemble(&counter, &[sample(&[(PART, "value")], "x")], Duration::from_secs(1))
-                .is_err()
+            assemble(
+                &counter,
+                &[sample(&[(PART, "value")], "x")],
+                Duration::from_secs(1)
+            )
+            .is_err()
         );
     }
 }

@@ -148,6 +148,16 @@ async fn a_healthy_cluster_is_collected_whole_and_only_read() {
     let kc = f.write("kubeconfig", &server.kubeconfig(ClientAuth::Token));
     let wardle = backend(&server, "api.wardle-system", "wardle");
     let webhook = backend(&server, "policy.webhooks", "policy-webhook");
+    // The server itself knows where its Services' backends listen.
+    let known = server.backend_addresses();
+    assert_eq!(
+        format!("api.wardle-system={}", known["api.wardle-system"]),
+        wardle
+    );
+    assert_eq!(
+        format!("policy.webhooks={}", known["policy.webhooks"]),
+        webhook
+    );
     let r = run(
         f.path(),
         &[

@@ -50,7 +50,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l as-uid -d 'UID to impersonate for the operation' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only). With --prometheus it applies only to etcd\'s /metrics (--etcd-metrics-url)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l etcd-metrics-url -d 'etcd\'s /metrics URL (the client URL `https://HOST:2379`, or a `--listen-metrics-urls` address): adds etcd\'s own metrics, scraped in the same window, its /health and its alarms' -r

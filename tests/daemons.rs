@@ -6,12 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free port on 127.0.0.1: bound, then released for the daemon to take. Another process could
-/// take it in between; on a test machine that does not happen in practice, and a daemon that
-/// fails to bind shows in its log.
-pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+/// `n` distinct free ports on 127.0.0.1: all bound at once (so they differ), then released for the
+/// daemon to take. Another process could take one in between; on a test machine that does not
+/// happen in practice, and a daemon that fails to bind says so in its log.
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
 }
 
 /// A running daemon; killed on drop.
@@ -59,10 +61,11 @@ impl Daemon {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Send a signal (`STOP`, `CONT`) with kill(1).
+    /// Send a signal (`STOP`, `CONT`) with the shell's `kill` (present wherever `sh` is, unlike
+    /// procps' kill(1) on a minimal image).
     pub fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([format!("-{sig}"), self.pid().to_string()])
+        let ok = Command::new("sh")
+            .args(["-c", &format!("kill -{sig} {}", self.pid())])
             .status()
             .unwrap()
             .success();

@@ -14,7 +14,7 @@ use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::{Value, json};
 
 use crate::collect::{Files, extpath_run, gaps, start_text};
-use crate::daemons::{Daemon, dir, free_port, write};
+use crate::daemons::{Daemon, dir, free_ports, write};
 
 /// The API server whose etcd the test's etcd plays: nothing extended, so every gap and every
 /// unhealthy check in a bundle is etcd's.
@@ -76,7 +76,7 @@ impl Etcd {
     async fn start(pki: Option<&Pki>, quota_backend_bytes: Option<u64>) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let d = dir();
-        let (client_port, peer_port) = (free_port(), free_port());
+        let [client_port, peer_port] = free_ports();
         let scheme = if pki.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://127.0.0.1:{client_port}");
         let peer = format!("http://127.0.0.1:{peer_port}");

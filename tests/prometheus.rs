@@ -29,7 +29,7 @@ use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::Value;
 
 use crate::collect::{Files, extpath_run, gaps, start_text};
-use crate::daemons::{Daemon, dir, free_port, write};
+use crate::daemons::{Daemon, dir, free_ports, write};
 use crate::util::repo;
 
 /// Relative agreement of rates between direct scraping and Prometheus (see the module doc).
@@ -83,7 +83,7 @@ scrape_configs:
             etcd = etcd.trim_start_matches("http://"),
         );
         let config = write(d.path(), "prometheus.yml", &config);
-        let port = free_port();
+        let [port] = free_ports();
         let args: Vec<String> = vec![
             format!("--config.file={}", config.display()),
             format!("--storage.tsdb.path={}", d.path().join("data").display()),
@@ -287,6 +287,12 @@ async fn prometheus_gives_the_families_and_rates_of_a_direct_window() {
     .await;
     assert_eq!(direct.code, 0, "{}", direct.stderr);
     let direct = direct.bundle();
+    // The reference server's etcd endpoint is a metrics listener: /metrics and /health, no v3
+    // gateway, so the alarm list is the one thing it cannot give.
+    assert_eq!(
+        gaps(&direct),
+        [("health/etcd/alarms".to_string(), "not_served".to_string())]
+    );
     let window = &direct["metrics"][0]["window"];
     let at = |v: &Value| v.as_str().unwrap().parse::<jiff::Timestamp>().unwrap();
     let (start, end) = (at(&window["start"]), at(&window["end"]));
@@ -417,6 +423,34 @@ async fn prometheus_gives_the_families_and_rates_of_a_direct_window() {
             off * 100.0
         );
     }
+    // A selector that matches nothing is a gap that says which, not an empty source.
+    let (r, _) = extpath_run(
+        &f,
+        "collect",
+        common(&[
+            "--prometheus",
+            &prom.url,
+            "--since",
+            "1m",
+            "--prometheus-apiserver-selector",
+            r#"job="kube-apiserver-elsewhere""#,
+        ]),
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let b = r.bundle();
+    assert_eq!(
+        gaps(&b),
+        [("metrics/apiserver".to_string(), "not_served".to_string())]
+    );
+    assert!(
+        b["gaps"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains(r#"{job="kube-apiserver-elsewhere"}"#)
+    );
+    assert_eq!(b["metrics"][0]["target"], "etcd");
+
     // Constant gauges are equal whichever way they were read.
     let (d, p) = (series_of(&direct, "etcd"), series_of(&from_prom, "etcd"));
     for g in ["etcd_server_has_leader", "etcd_server_quota_backend_bytes"] {
@@ -446,4 +480,39 @@ fn the_promql_reference_in_the_docs_is_current() {
             "docs/prometheus.md is out of date; regenerate with: UPDATE_DOCS=1 cargo test --test main prometheus"
         );
     }
+}
+
+/// A Prometheus that cannot be reached costs its gaps, not the collection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_prometheus_is_a_gap_per_target() {
+    let server = start_text(&scenario()).await;
+    let f = Files::new();
+    let kc = f.write("kubeconfig", &server.kubeconfig(ClientAuth::Token));
+    let [closed] = free_ports();
+    let (r, _) = extpath_run(
+        &f,
+        "collect",
+        vec![
+            "--kubeconfig".into(),
+            kc.display().to_string(),
+            "-o".into(),
+            "json".into(),
+            "--prometheus".into(),
+            format!("http://127.0.0.1:{closed}"),
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let b = r.bundle();
+    assert_eq!(
+        gaps(&b),
+        [
+            ("metrics/apiserver".to_string(), "unreachable".to_string()),
+            ("metrics/etcd".into(), "unreachable".into()),
+        ]
+    );
+    assert!(b.get("metrics").is_none(), "{}", b["metrics"]);
+    // Everything else still came from the API server.
+    assert!(b["flow_schemas"].as_array().is_some_and(|f| !f.is_empty()));
+    server.shutdown().await;
 }

@@ -18,6 +18,7 @@ use crate::collect::{CollectOptions, EtcdOptions, Progress, PrometheusOptions};
 #[derive(Debug, Clone, Args)]
 pub struct CollectFlags {
     /// Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only).
+    /// With --prometheus it applies only to etcd's /metrics (--etcd-metrics-url).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub window: Duration,
     /// Bound on the whole collection; what has not answered by then is recorded as a gap.

@@ -67,7 +67,7 @@ async fn timed(
 }
 
 impl Scrapes<'_> {
-    /// Scrape the targets for which `wanted` says yes, concurrently.
+    /// Scrape the API server and/or etcd, as asked, concurrently.
     async fn round(&self, apiserver: bool, etcd: bool, deadline: Instant) -> Round {
         let a = async {
             if apiserver {

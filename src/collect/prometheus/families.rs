@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::promtext::MetricKind;
+use MetricKind::{Counter as C, Gauge as G, Histogram as H};
 
 use super::promql::{FamilyPlan, Selector, query, range};
 use super::{DEFAULT_APISERVER_SELECTOR, DEFAULT_ETCD_SELECTOR, DEFAULT_SINCE};
@@ -43,8 +44,6 @@ const fn e(name: &'static str, kind: MetricKind) -> Known {
         etcd: true,
     }
 }
-
-use MetricKind::{Counter as C, Gauge as G, Histogram as H};
 
 /// The known families, in the order of the selection (`bundle::metrics::default_selection`).
 pub const KNOWN: &[Known] = &[

@@ -1,60 +1,47 @@
-//! The line parser: text exposition in, selected [`MetricFamily`]s out.
+//! The push parser: exposition lines in, selected [`MetricFamily`]s out.
 //!
-//! It is push-based ([`Parser::push_line`]) so that a synchronous file reader and an async HTTP body
-//! stream can both drive it without holding the whole body. Lines of families that were not selected
-//! are rejected after reading only the metric name, which is what makes a 30 MB `/metrics` cheap:
-//! most of its bytes are `apiserver_request_duration_seconds_bucket` lines nobody asked for.
+//! It owns the family-level rules of the text format 0.0.4 — which family a sample name belongs to,
+//! HELP/TYPE, joining histogram `_bucket`/`_sum`/`_count` and summary `_sum`/`_count` onto their
+//! series, duplicate lines — and leaves character rules to `lex` and chunking of byte streams to
+//! `stream`.
+//!
+//! Cheapness of unselected families is the design constraint: a sample line is routed by its
+//! metric name alone (the route of the previous line's name is reused, then a per-name cache), and
+//! only the lines of selected families are checked for UTF-8, lexed and stored. So a malformed line
+//! of an unselected family is not an error, but a line whose metric name cannot be read is, since
+//! it cannot be attributed to any family.
+//!
+//! Behaviour on the format's loose ends, for selected families:
+//! * A line given twice (same name and labels) keeps the last value (the spec leaves it undefined).
+//! * A sample before its family's `# TYPE` is accepted: `x_bucket`/`x_sum`/`x_count` seen before
+//!   `# TYPE x histogram` are held aside and joined onto `x` when the TYPE arrives (and dropped if it
+//!   never does and `x_bucket` itself was not selected). A TYPE that contradicts an earlier one, or
+//!   declares a histogram whose plain `x` samples were already seen, is an error.
+//! * A family without `# TYPE` (or with `untyped`/`unknown`) is untyped; `x_total` is a family of its
+//!   own name, as in format 0.0.4 (OpenMetrics' `# TYPE x counter` + `x_total` is not joined).
+//! * Histogram `le` is compared as a number, so `1`, `1.0` and `1e+00` are the same bucket; a NaN
+//!   `le` is an error. Buckets come out sorted; a missing `+Inf` bucket is not an error here.
+//! * Label values are kept as written, empty ones included (`group=""` is a label with an empty
+//!   value, not an absent label), because rules read them as such.
 
-use std::collections::{HashMap, HashSet};
-use std::io::BufRead;
+use std::collections::HashMap;
 
-use super::model::{Bucket, MetricFamily, MetricKind, MetricSeries, MetricValue, parse_value};
+use super::lex::{self, LabelScratch};
+use super::model::{Bucket, MetricFamily, MetricKind, MetricSeries, MetricValue};
+use super::selection::Selection;
 
-/// Which families to keep.
-#[derive(Debug, Clone, Default)]
-pub struct Selection {
-    all: bool,
-    exact: HashSet<String>,
-    prefixes: Vec<String>,
+/// What went wrong, for callers that branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseErrorKind {
+    /// A malformed line (including invalid UTF-8 in a selected family).
+    Syntax,
+    /// Reading the input failed.
+    Io,
+    /// The input went past a [`Limits`] bound.
+    TooLarge,
 }
 
-impl Selection {
-    /// Keep every family.
-    pub fn all() -> Self {
-        Selection {
-            all: true,
-            ..Selection::default()
-        }
-    }
-
-    /// Keep the families with these exact names.
-    pub fn names<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> Self {
-        Selection {
-            all: false,
-            exact: names.into_iter().map(Into::into).collect(),
-            prefixes: Vec::new(),
-        }
-    }
-
-    /// Also keep every family whose name starts with `prefix`.
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefixes.push(prefix.into());
-        self
-    }
-
-    /// Add exact names.
-    pub fn with_names<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
-        self.exact.extend(names.into_iter().map(Into::into));
-        self
-    }
-
-    /// Whether the family `name` is kept.
-    pub fn wants(&self, name: &str) -> bool {
-        self.all || self.exact.contains(name) || self.prefixes.iter().any(|p| name.starts_with(p))
-    }
-}
-
-/// A malformed line.
+/// A malformed line, a read error, or an input past its limits.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {message}")]
 pub struct ParseError {
@@ -62,26 +49,31 @@ pub struct ParseError {
     pub line: usize,
     /// What is wrong.
     pub message: String,
+    /// The class of error.
+    pub kind: ParseErrorKind,
 }
 
-struct FamilyBuilder {
-    family: MetricFamily,
-    index: HashMap<Vec<(String, String)>, usize>,
+/// Bounds on the input, so a caller streaming a body it does not control cannot be made to read or
+/// buffer without end. Memory is otherwise bounded by the selected families, not by the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Stop with [`ParseErrorKind::TooLarge`] once more bytes than this were read. `None`: no cap.
+    pub max_body_bytes: Option<u64>,
+    /// The longest line accepted (the only part of the body ever buffered whole).
+    pub max_line_bytes: usize,
 }
 
-/// Push-based parser.
-pub struct Parser<'s> {
-    selection: &'s Selection,
-    line_no: usize,
-    types: HashMap<String, MetricKind>,
-    helps: HashMap<String, String>,
-    families: Vec<FamilyBuilder>,
-    family_index: HashMap<String, usize>,
-    lines_kept: usize,
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: None,
+            max_line_bytes: 1 << 20,
+        }
+    }
 }
 
-/// Histogram/summary sample suffixes and what they set.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// Which part of a family a sample name sets.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Part {
     Value,
     Bucket,
@@ -89,16 +81,80 @@ enum Part {
     Count,
 }
 
+const SUFFIXES: [(&str, Part); 3] = [
+    ("_bucket", Part::Bucket),
+    ("_sum", Part::Sum),
+    ("_count", Part::Count),
+];
+
+/// Where the samples of one metric name go.
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    Skip,
+    Keep { family: usize, part: Part },
+}
+
+struct FamilyBuilder {
+    family: MetricFamily,
+    index: HashMap<Box<[u8]>, usize>,
+    /// The key and index of the series of the previous line: consecutive bucket lines share it.
+    last_key: Vec<u8>,
+    last_series: Option<usize>,
+    /// Kept only as the `_bucket`/`_sum`/`_count` of a selected family whose TYPE is not known yet.
+    provisional: bool,
+    /// Joined into another family, or discarded: not output.
+    dead: bool,
+}
+
+/// Push-based parser: feed it bytes ([`Parser::feed`]) or lines ([`Parser::push_line`]), then
+/// [`Parser::finish`].
+pub struct Parser<'s> {
+    selection: &'s Selection,
+    limits: Limits,
+    line_no: usize,
+    bytes_read: u64,
+    /// The unfinished last line of the previous chunk.
+    carry: Vec<u8>,
+    /// Every TYPE seen, selected or not: suffixed names resolve through it.
+    types: HashMap<String, MetricKind>,
+    /// HELP of selected families, for families whose first sample comes later.
+    helps: HashMap<String, String>,
+    families: Vec<FamilyBuilder>,
+    family_index: HashMap<String, usize>,
+    routes: HashMap<Box<[u8]>, Route>,
+    last_name: Vec<u8>,
+    last_route: Option<Route>,
+    labels: LabelScratch,
+    key: Vec<u8>,
+    lines_kept: usize,
+}
+
+/// A cap on the name → route cache, so a body of endless distinct names cannot grow it unbounded.
+const MAX_CACHED_ROUTES: usize = 1 << 16;
+
 impl<'s> Parser<'s> {
-    /// A parser keeping the families `selection` wants.
+    /// A parser keeping the families `selection` wants, with default [`Limits`].
     pub fn new(selection: &'s Selection) -> Self {
+        Parser::with_limits(selection, Limits::default())
+    }
+
+    /// A parser keeping the families `selection` wants, within `limits`.
+    pub fn with_limits(selection: &'s Selection, limits: Limits) -> Self {
         Parser {
             selection,
+            limits,
             line_no: 0,
+            bytes_read: 0,
+            carry: Vec::new(),
             types: HashMap::new(),
             helps: HashMap::new(),
             families: Vec::new(),
             family_index: HashMap::new(),
+            routes: HashMap::new(),
+            last_name: Vec::new(),
+            last_route: None,
+            labels: LabelScratch::default(),
+            key: Vec::new(),
             lines_kept: 0,
         }
     }
@@ -113,395 +169,525 @@ impl<'s> Parser<'s> {
         self.line_no
     }
 
-    /// Feed one line (with or without its trailing newline).
+    pub(super) fn error(&self, kind: ParseErrorKind, message: String) -> ParseError {
+        ParseError {
+            line: self.line_no.max(1),
+            message,
+            kind,
+        }
+    }
+
+    /// An error about the line after the last one seen (where reading stopped).
+    pub(super) fn error_ahead(&self, kind: ParseErrorKind, message: String) -> ParseError {
+        ParseError {
+            line: self.line_no + 1,
+            message,
+            kind,
+        }
+    }
+
+    fn syntax(&self, message: String) -> ParseError {
+        self.error(ParseErrorKind::Syntax, message)
+    }
+
+    /// Feed a chunk of the body; lines may span chunks. Only the unfinished last line is kept.
     ///
     /// # Errors
-    /// A [`ParseError`] for a malformed line of a *selected* family, or a malformed comment.
-    pub fn push_line(&mut self, raw: &str) -> Result<(), ParseError> {
-        self.line_no += 1;
-        let line = raw.trim_end_matches(['\n', '\r']);
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() {
-            return Ok(());
+    /// The first malformed line of a selected family, a line whose metric name cannot be read, or
+    /// an input past the [`Limits`].
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), ParseError> {
+        self.bytes_read += chunk.len() as u64;
+        if let Some(max) = self.limits.max_body_bytes
+            && self.bytes_read > max
+        {
+            return Err(self.error_ahead(
+                ParseErrorKind::TooLarge,
+                format!("body is larger than the {max}-byte limit"),
+            ));
         }
-        if let Some(comment) = trimmed.strip_prefix('#') {
-            return self.comment(comment);
+        let mut rest = chunk;
+        if !self.carry.is_empty() {
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
+                self.check_line_length(self.carry.len() + rest.len())?;
+                self.carry.extend_from_slice(rest);
+                return Ok(());
+            };
+            self.check_line_length(self.carry.len() + nl)?;
+            let mut line = std::mem::take(&mut self.carry);
+            line.extend_from_slice(&rest[..nl]);
+            let result = self.push_line(&line);
+            line.clear();
+            self.carry = line;
+            result?;
+            rest = &rest[nl + 1..];
         }
-        let name_end = trimmed.find(['{', ' ', '\t']).unwrap_or(trimmed.len());
-        let name = &trimmed[..name_end];
-        if !valid_metric_name(name) {
-            return Err(self.err(format!("invalid metric name {name:?}")));
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', rest) {
+            self.push_line(&rest[start..nl])?;
+            start = nl + 1;
         }
-        let (family, part) = self.resolve(name);
-        if !self.selection.wants(family) {
-            return Ok(());
-        }
-        let family = family.to_string();
-        self.sample(&family, part, name, &trimmed[name_end..])
+        let tail = &rest[start..];
+        self.check_line_length(tail.len())?;
+        self.carry.extend_from_slice(tail);
+        Ok(())
     }
 
-    /// Finish: the selected families, in order of first appearance, histogram buckets sorted.
-    pub fn finish(self) -> Vec<MetricFamily> {
-        self.families
-            .into_iter()
-            .map(|mut b| {
-                for s in &mut b.family.series {
-                    s.buckets.sort_by(|a, b| {
-                        a.le.0
-                            .partial_cmp(&b.le.0)
-                            .unwrap_or(std::cmp::Ordering::Equal)
-                    });
-                }
-                b.family
-            })
-            .collect()
-    }
-
-    fn err(&self, message: String) -> ParseError {
-        ParseError {
-            line: self.line_no,
-            message,
-        }
-    }
-
-    fn comment(&mut self, comment: &str) -> Result<(), ParseError> {
-        let comment = comment.trim_start();
-        let (keyword, rest) = match comment.split_once([' ', '\t']) {
-            Some(x) => x,
-            None => return Ok(()),
-        };
-        match keyword {
-            "TYPE" => {
-                let rest = rest.trim();
-                let (name, kind) = rest
-                    .split_once([' ', '\t'])
-                    .ok_or_else(|| self.err("TYPE line without a type".into()))?;
-                let kind = match kind.trim() {
-                    "counter" => MetricKind::Counter,
-                    "gauge" => MetricKind::Gauge,
-                    "histogram" => MetricKind::Histogram,
-                    "summary" => MetricKind::Summary,
-                    "untyped" | "unknown" => MetricKind::Untyped,
-                    other => return Err(self.err(format!("unknown metric type {other:?}"))),
-                };
-                if !valid_metric_name(name) {
-                    return Err(self.err(format!("invalid metric name {name:?} in TYPE")));
-                }
-                if self.selection.wants(name)
-                    && let Some(&i) = self.family_index.get(name)
-                {
-                    self.families[i].family.kind = kind;
-                }
-                self.types.insert(name.to_string(), kind);
-            }
-            "HELP" => {
-                let rest = rest.trim_start();
-                let (name, text) = rest.split_once([' ', '\t']).unwrap_or((rest, ""));
-                if self.selection.wants(name) {
-                    let text = unescape_help(text);
-                    if let Some(&i) = self.family_index.get(name) {
-                        self.families[i].family.help = Some(text.clone());
-                    }
-                    self.helps.insert(name.to_string(), text);
-                }
-            }
-            _ => {}
+    fn check_line_length(&self, len: usize) -> Result<(), ParseError> {
+        if len > self.limits.max_line_bytes {
+            return Err(self.error_ahead(
+                ParseErrorKind::TooLarge,
+                format!(
+                    "line is longer than the {}-byte limit",
+                    self.limits.max_line_bytes
+                ),
+            ));
         }
         Ok(())
     }
 
+    /// Feed one whole line, with or without its `\n` (or `\r\n`).
+    ///
+    /// # Errors
+    /// A malformed line of a selected family, or a line whose metric name cannot be read.
+    pub fn push_line(&mut self, raw: impl AsRef<[u8]>) -> Result<(), ParseError> {
+        let mut line = raw.as_ref();
+        self.line_no += 1;
+        if let [rest @ .., b'\n'] = line {
+            line = rest;
+        }
+        if let [rest @ .., b'\r'] = line {
+            line = rest;
+        }
+        if line.len() > self.limits.max_line_bytes {
+            return Err(self.error(
+                ParseErrorKind::TooLarge,
+                format!(
+                    "line is longer than the {}-byte limit",
+                    self.limits.max_line_bytes
+                ),
+            ));
+        }
+        let line = &line[lex::skip_blanks(line, 0)..];
+        match line.first() {
+            None => return Ok(()),
+            Some(b'#') => return self.comment(&line[1..]),
+            Some(_) => {}
+        }
+        let name_len = lex::metric_name_len(line)
+            .filter(|&n| line.get(n).is_none_or(|&b| lex::is_blank(b) || b == b'{'))
+            .ok_or_else(|| {
+                self.syntax(format!("invalid metric name at {:?}", lex::excerpt(line)))
+            })?;
+        let name = &line[..name_len];
+        let route = match self.last_route {
+            Some(r) if self.last_name == name => r,
+            _ => {
+                let r = self.route(name);
+                self.last_name.clear();
+                self.last_name.extend_from_slice(name);
+                self.last_route = Some(r);
+                r
+            }
+        };
+        match route {
+            Route::Skip => Ok(()),
+            Route::Keep { family, part } => self.sample(family, part, line, name_len),
+        }
+    }
+
+    fn route(&mut self, name: &[u8]) -> Route {
+        if let Some(&r) = self.routes.get(name) {
+            return r;
+        }
+        // Metric names are ASCII (checked by the caller), so this never replaces anything.
+        let name_str = String::from_utf8_lossy(name);
+        let r = self.compute_route(&name_str);
+        if self.routes.len() >= MAX_CACHED_ROUTES {
+            self.routes.clear();
+        }
+        self.routes.insert(name.into(), r);
+        r
+    }
+
+    fn compute_route(&mut self, name: &str) -> Route {
+        let (family, part) = self.resolve(name);
+        if self.selection.wants(family) {
+            let family = self.family_for(family, false);
+            return Route::Keep { family, part };
+        }
+        // `x_bucket` before `# TYPE x histogram`: hold it aside in case that TYPE comes.
+        let waits_for_type = part == Part::Value
+            && SUFFIXES.iter().any(|(suffix, _)| {
+                name.strip_suffix(suffix).is_some_and(|base| {
+                    !self.types.contains_key(base) && self.selection.wants(base)
+                })
+            });
+        if waits_for_type {
+            let family = self.family_for(name, true);
+            return Route::Keep {
+                family,
+                part: Part::Value,
+            };
+        }
+        Route::Skip
+    }
+
     /// Map a sample name to its family and the part of the family it sets.
     fn resolve<'n>(&self, name: &'n str) -> (&'n str, Part) {
-        if let Some(kind) = self.types.get(name) {
-            let _ = kind;
+        if self.types.contains_key(name) {
             return (name, Part::Value);
         }
-        for (suffix, part) in [
-            ("_bucket", Part::Bucket),
-            ("_sum", Part::Sum),
-            ("_count", Part::Count),
-        ] {
-            if let Some(base) = name.strip_suffix(suffix)
-                && matches!(
-                    self.types.get(base),
-                    Some(MetricKind::Histogram) | Some(MetricKind::Summary)
-                )
-            {
-                if part == Part::Bucket && self.types.get(base) == Some(&MetricKind::Summary) {
-                    continue;
+        for (suffix, part) in SUFFIXES {
+            if let Some(base) = name.strip_suffix(suffix) {
+                match self.types.get(base) {
+                    Some(MetricKind::Histogram) => return (base, part),
+                    Some(MetricKind::Summary) if part != Part::Bucket => return (base, part),
+                    _ => {}
                 }
-                return (base, part);
             }
         }
         (name, Part::Value)
     }
 
+    fn family_for(&mut self, name: &str, provisional: bool) -> usize {
+        if let Some(&i) = self.family_index.get(name) {
+            return i;
+        }
+        self.families.push(FamilyBuilder {
+            family: MetricFamily {
+                name: name.to_string(),
+                kind: self.types.get(name).copied().unwrap_or_default(),
+                help: self.helps.get(name).cloned(),
+                series: Vec::new(),
+            },
+            index: HashMap::new(),
+            last_key: Vec::new(),
+            last_series: None,
+            provisional,
+            dead: false,
+        });
+        let i = self.families.len() - 1;
+        self.family_index.insert(name.to_string(), i);
+        i
+    }
+
     fn sample(
         &mut self,
-        family: &str,
+        fi: usize,
         part: Part,
-        name: &str,
-        rest: &str,
+        line: &[u8],
+        name_len: usize,
     ) -> Result<(), ParseError> {
-        let (mut labels, after) =
-            parse_labels(rest).map_err(|m| self.err(format!("{name}: {m}")))?;
-        let mut fields = after.split_ascii_whitespace();
-        let value_text = fields
-            .next()
-            .ok_or_else(|| self.err(format!("{name}: missing value")))?;
-        let value = parse_value(value_text)
-            .ok_or_else(|| self.err(format!("{name}: invalid value {value_text:?}")))?;
-        let timestamp_ms = match fields.next() {
-            Some(t) => Some(
-                t.parse::<i64>()
-                    .map_err(|_| self.err(format!("{name}: invalid timestamp {t:?}")))?,
-            ),
-            None => None,
+        let Ok(text) = std::str::from_utf8(line) else {
+            return Err(self.syntax("not valid UTF-8".into()));
         };
-        if let Some(extra) = fields.next() {
-            return Err(self.err(format!("{name}: unexpected {extra:?} after the value")));
+        let name = &text[..name_len];
+        let (value, timestamp, le) = self
+            .lex_sample(text, name_len, part)
+            .map_err(|m| self.syntax(format!("{name}: {m}")))?;
+        if part == Part::Value && self.families[fi].family.kind == MetricKind::Histogram {
+            return Err(self.syntax(format!(
+                "{name}: a histogram sample needs a _bucket, _sum or _count suffix"
+            )));
         }
-        let kind = self.types.get(family).copied().unwrap_or_default();
-        // The bucket bound and the summary quantile are not part of the series identity of
-        // _sum/_count; `le` never is.
-        let mut le = None;
-        if part == Part::Bucket {
-            let pos = labels
-                .iter()
-                .position(|(k, _)| k == "le")
-                .ok_or_else(|| self.err(format!("{name}: bucket without an le label")))?;
-            let (_, v) = labels.remove(pos);
-            le =
-                Some(parse_value(&v).ok_or_else(|| self.err(format!("{name}: invalid le {v:?}")))?);
-        }
-        labels.sort();
-        self.lines_kept += 1;
-        let fi = match self.family_index.get(family) {
-            Some(&i) => i,
-            None => {
-                self.families.push(FamilyBuilder {
-                    family: MetricFamily {
-                        name: family.to_string(),
-                        kind,
-                        help: self.helps.get(family).cloned(),
-                        series: Vec::new(),
-                    },
-                    index: HashMap::new(),
-                });
-                self.family_index
-                    .insert(family.to_string(), self.families.len() - 1);
-                self.families.len() - 1
-            }
-        };
         let builder = &mut self.families[fi];
-        let si = match builder.index.get(&labels) {
-            Some(&i) => i,
-            None => {
-                builder.family.series.push(MetricSeries {
-                    labels: labels.iter().cloned().collect(),
-                    ..MetricSeries::default()
-                });
-                let i = builder.family.series.len() - 1;
-                builder.index.insert(labels, i);
+        self.key.clear();
+        self.labels.write_key(&mut self.key);
+        let si = match builder.last_series {
+            Some(i) if builder.last_key == self.key => i,
+            _ => {
+                let i = match builder.index.get(self.key.as_slice()) {
+                    Some(&i) => i,
+                    None => {
+                        let labels = &self.labels;
+                        builder.family.series.push(MetricSeries {
+                            labels: (0..labels.len())
+                                .map(|i| (labels.name(i).to_string(), labels.value(i).to_string()))
+                                .collect(),
+                            ..MetricSeries::default()
+                        });
+                        let i = builder.family.series.len() - 1;
+                        builder.index.insert(self.key.as_slice().into(), i);
+                        i
+                    }
+                };
+                builder.last_key.clear();
+                builder.last_key.extend_from_slice(&self.key);
+                builder.last_series = Some(i);
                 i
             }
         };
-        let series = &mut builder.family.series[si];
-        if timestamp_ms.is_some() {
-            series.timestamp_ms = timestamp_ms;
+        set_part(&mut builder.family.series[si], part, value, le);
+        if timestamp.is_some() {
+            builder.family.series[si].timestamp_ms = timestamp;
         }
-        let v = MetricValue(value);
-        match part {
-            Part::Value => series.value = Some(v),
-            Part::Sum => series.sum = Some(v),
-            Part::Count => series.count = Some(v),
-            Part::Bucket => {
-                let le = MetricValue(le.unwrap_or(f64::INFINITY));
-                match series.buckets.iter_mut().find(|b| b.le == le) {
-                    Some(b) => b.count = v,
-                    None => series.buckets.push(Bucket { le, count: v }),
+        self.lines_kept += 1;
+        Ok(())
+    }
+
+    /// Lex labels, value and timestamp into `self.labels`; take `le` out of a bucket's labels.
+    fn lex_sample(
+        &mut self,
+        text: &str,
+        name_len: usize,
+        part: Part,
+    ) -> Result<(f64, Option<i64>, Option<f64>), String> {
+        self.labels.clear();
+        let mut pos = lex::skip_blanks(text.as_bytes(), name_len);
+        if text.as_bytes().get(pos) == Some(&b'{') {
+            pos = lex::lex_labels(text, pos, &mut self.labels)?;
+        }
+        let (value, timestamp) = lex::lex_value_and_timestamp(&text[pos..])?;
+        self.labels.sort_and_check()?;
+        let le = if part == Part::Bucket {
+            let i = self
+                .labels
+                .position("le")
+                .ok_or("bucket without an le label")?;
+            let le = self.labels.value(i);
+            let bound = lex::parse_float(le)
+                .filter(|b| !b.is_nan())
+                .ok_or_else(|| format!("invalid le {le:?}"))?;
+            self.labels.remove(i);
+            Some(bound)
+        } else {
+            None
+        };
+        Ok((value, timestamp, le))
+    }
+
+    fn comment(&mut self, body: &[u8]) -> Result<(), ParseError> {
+        let start = lex::skip_blanks(body, 0);
+        let body = &body[start..];
+        let keyword_len = body
+            .iter()
+            .position(|&b| lex::is_blank(b))
+            .unwrap_or(body.len());
+        let rest = &body[keyword_len..];
+        if rest.is_empty() {
+            // `# TYPE` or `# HELP` alone, or any other comment: nothing to attribute.
+            return Ok(());
+        }
+        match &body[..keyword_len] {
+            b"TYPE" => self.type_line(rest),
+            b"HELP" => self.help_line(rest),
+            _ => Ok(()),
+        }
+    }
+
+    /// Read the metric name a HELP/TYPE line is about; return it and the rest after blanks.
+    fn comment_subject<'l>(
+        &self,
+        rest: &'l [u8],
+        what: &str,
+    ) -> Result<(&'l str, &'l [u8]), ParseError> {
+        let rest = &rest[lex::skip_blanks(rest, 0)..];
+        let len = lex::metric_name_len(rest)
+            .filter(|&n| rest.get(n).is_none_or(|&b| lex::is_blank(b)))
+            .ok_or_else(|| {
+                self.syntax(format!(
+                    "invalid metric name in {what} at {:?}",
+                    lex::excerpt(rest)
+                ))
+            })?;
+        let name = std::str::from_utf8(&rest[..len]).unwrap_or_default();
+        let after = &rest[len..];
+        Ok((name, &after[lex::skip_blanks(after, 0)..]))
+    }
+
+    fn help_line(&mut self, rest: &[u8]) -> Result<(), ParseError> {
+        let (name, text) = self.comment_subject(rest, "HELP")?;
+        if !self.selection.wants(name) {
+            return Ok(());
+        }
+        let Ok(text) = std::str::from_utf8(text) else {
+            return Err(self.syntax(format!("HELP {name}: not valid UTF-8")));
+        };
+        let text = lex::unescape_help(text);
+        if let Some(&i) = self.family_index.get(name) {
+            self.families[i].family.help = Some(text.clone());
+        }
+        self.helps.insert(name.to_string(), text);
+        Ok(())
+    }
+
+    fn type_line(&mut self, rest: &[u8]) -> Result<(), ParseError> {
+        let (name, kind_text) = self.comment_subject(rest, "TYPE")?;
+        let name = name.to_string();
+        let wanted = self.selection.wants(&name);
+        let kind_text = std::str::from_utf8(kind_text)
+            .unwrap_or_default()
+            .trim_end();
+        let kind = match kind_text {
+            "counter" => MetricKind::Counter,
+            "gauge" => MetricKind::Gauge,
+            "histogram" => MetricKind::Histogram,
+            "summary" => MetricKind::Summary,
+            "untyped" | "unknown" => MetricKind::Untyped,
+            other if wanted => {
+                return Err(self.syntax(format!("TYPE {name}: unknown metric type {other:?}")));
+            }
+            _ => MetricKind::Untyped,
+        };
+        if let Some(&earlier) = self.types.get(&name)
+            && earlier != kind
+            && wanted
+        {
+            return Err(self.syntax(format!(
+                "TYPE {name}: {kind_text} contradicts an earlier TYPE {}",
+                kind_name(earlier)
+            )));
+        }
+        self.types.insert(name.clone(), kind);
+        // Names that resolved before this TYPE may resolve differently now.
+        self.last_route = None;
+        self.routes.remove(name.as_bytes());
+        for (suffix, _) in SUFFIXES {
+            self.routes.remove(format!("{name}{suffix}").as_bytes());
+        }
+        if let Some(&i) = self.family_index.get(&name) {
+            let fam = &mut self.families[i];
+            if fam.provisional {
+                // Held aside as `base_suffix` of another family, but it has a TYPE of its own: it
+                // is a family nobody selected.
+                fam.dead = true;
+                self.family_index.remove(&name);
+                return Ok(());
+            }
+            if kind == MetricKind::Histogram && fam.family.series.iter().any(|s| s.value.is_some())
+            {
+                return Err(self.syntax(format!(
+                    "TYPE {name} histogram comes after samples of {name} without a _bucket, _sum or _count suffix"
+                )));
+            }
+            fam.family.kind = kind;
+        }
+        if matches!(kind, MetricKind::Histogram | MetricKind::Summary) {
+            self.join_early_samples(&name, kind, wanted)?;
+        }
+        Ok(())
+    }
+
+    /// Join `x_bucket`/`x_sum`/`x_count` samples seen before `# TYPE x histogram|summary` onto `x`
+    /// (or drop them when `x` is not selected: they were never a family of their own).
+    fn join_early_samples(
+        &mut self,
+        name: &str,
+        kind: MetricKind,
+        wanted: bool,
+    ) -> Result<(), ParseError> {
+        for (suffix, part) in SUFFIXES {
+            if part == Part::Bucket && kind == MetricKind::Summary {
+                continue;
+            }
+            let early_name = format!("{name}{suffix}");
+            if self.types.contains_key(&early_name) {
+                continue;
+            }
+            let Some(ei) = self.family_index.remove(&early_name) else {
+                continue;
+            };
+            self.families[ei].dead = true;
+            if !wanted {
+                continue;
+            }
+            let early = std::mem::take(&mut self.families[ei].family.series);
+            let fi = self.family_for(name, false);
+            for mut s in early {
+                let mut le = None;
+                if part == Part::Bucket {
+                    let bound = s
+                        .labels
+                        .remove("le")
+                        .and_then(|v| lex::parse_float(&v))
+                        .filter(|b| !b.is_nan());
+                    if bound.is_none() {
+                        return Err(self.syntax(format!(
+                            "TYPE {name} histogram: an earlier {early_name} sample has no valid le label"
+                        )));
+                    }
+                    le = bound;
+                }
+                let Some(value) = s.value else { continue };
+                self.key.clear();
+                for (k, v) in &s.labels {
+                    self.key.extend_from_slice(k.as_bytes());
+                    self.key.push(0xFF);
+                    self.key.extend_from_slice(v.as_bytes());
+                    self.key.push(0xFE);
+                }
+                let builder = &mut self.families[fi];
+                builder.last_series = None;
+                let si = match builder.index.get(self.key.as_slice()) {
+                    Some(&i) => i,
+                    None => {
+                        builder.family.series.push(MetricSeries {
+                            labels: std::mem::take(&mut s.labels),
+                            ..MetricSeries::default()
+                        });
+                        let i = builder.family.series.len() - 1;
+                        builder.index.insert(self.key.as_slice().into(), i);
+                        i
+                    }
+                };
+                let series = &mut builder.family.series[si];
+                set_part(series, part, value.0, le);
+                if s.timestamp_ms.is_some() {
+                    series.timestamp_ms = s.timestamp_ms;
                 }
             }
         }
         Ok(())
     }
-}
 
-fn valid_metric_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == ':' => {}
-        _ => return false,
-    }
-    chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
-}
-
-fn valid_label_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
-        _ => return false,
-    }
-    chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// Parse `{k="v",…}` at the start of `s` (if present); return the labels and the rest.
-/// Label pairs in exposition order.
-type Labels = Vec<(String, String)>;
-
-fn parse_labels(s: &str) -> Result<(Labels, &str), String> {
-    let s = s.trim_start();
-    let Some(mut rest) = s.strip_prefix('{') else {
-        return Ok((Vec::new(), s));
-    };
-    let mut labels = Vec::new();
-    loop {
-        rest = rest.trim_start();
-        if let Some(r) = rest.strip_prefix('}') {
-            return Ok((labels, r));
+    /// Finish: parse the unfinished last line, and return the selected families in order of first
+    /// appearance (histogram buckets are sorted by `le` as they are stored).
+    ///
+    /// # Errors
+    /// A malformed last line (one without a trailing newline).
+    pub fn finish(mut self) -> Result<Vec<MetricFamily>, ParseError> {
+        if !self.carry.is_empty() {
+            let line = std::mem::take(&mut self.carry);
+            self.push_line(&line)?;
         }
-        let eq = rest
-            .find('=')
-            .ok_or_else(|| "label without '='".to_string())?;
-        let key = rest[..eq].trim();
-        if !valid_label_name(key) {
-            return Err(format!("invalid label name {key:?}"));
-        }
-        rest = rest[eq + 1..].trim_start();
-        let body = rest
-            .strip_prefix('"')
-            .ok_or_else(|| format!("label {key:?}: value is not quoted"))?;
-        let mut value = String::new();
-        let mut chars = body.char_indices();
-        let end = loop {
-            match chars.next() {
-                None => return Err(format!("label {key:?}: unterminated value")),
-                Some((i, '"')) => break i,
-                Some((_, '\\')) => match chars.next() {
-                    Some((_, 'n')) => value.push('\n'),
-                    Some((_, '\\')) => value.push('\\'),
-                    Some((_, '"')) => value.push('"'),
-                    Some((_, other)) => {
-                        value.push('\\');
-                        value.push(other);
-                    }
-                    None => return Err(format!("label {key:?}: unterminated escape")),
-                },
-                Some((_, c)) => value.push(c),
-            }
-        };
-        labels.push((key.to_string(), value));
-        rest = body[end + 1..].trim_start();
-        if let Some(r) = rest.strip_prefix(',') {
-            rest = r;
-        } else if !rest.starts_with('}') {
-            return Err(format!("expected ',' or '}}' after label {key:?}"));
-        }
+        Ok(self
+            .families
+            .into_iter()
+            .filter(|b| !b.dead && !b.provisional)
+            .map(|b| b.family)
+            .collect())
     }
 }
 
-fn unescape_help(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('\\') => out.push('\\'),
-                Some(o) => {
-                    out.push('\\');
-                    out.push(o);
+fn set_part(series: &mut MetricSeries, part: Part, value: f64, le: Option<f64>) {
+    let v = MetricValue(value);
+    match part {
+        Part::Value => series.value = Some(v),
+        Part::Sum => series.sum = Some(v),
+        Part::Count => series.count = Some(v),
+        Part::Bucket => {
+            let le = MetricValue(le.unwrap_or(f64::INFINITY));
+            // Buckets are kept sorted by `le`; they usually arrive in that order, so appending is
+            // the common case and the search only runs for duplicates or out-of-order lines.
+            let buckets = &mut series.buckets;
+            if buckets.last().is_none_or(|last| last.le.0 < le.0) {
+                buckets.push(Bucket { le, count: v });
+            } else {
+                match buckets.binary_search_by(|b| b.le.0.total_cmp(&le.0)) {
+                    Ok(i) => buckets[i].count = v,
+                    Err(i) => buckets.insert(i, Bucket { le, count: v }),
                 }
-                None => out.push('\\'),
             }
-        } else {
-            out.push(c);
         }
     }
-    out
 }
 
-/// Parse a whole text.
-///
-/// # Errors
-/// The first malformed line of a selected family.
-pub fn parse_str(text: &str, selection: &Selection) -> Result<Vec<MetricFamily>, ParseError> {
-    let mut p = Parser::new(selection);
-    for line in text.split('\n') {
-        p.push_line(line)?;
-    }
-    Ok(p.finish())
-}
-
-/// Parse from a reader, one line at a time (the body is never held whole).
-///
-/// # Errors
-/// The first malformed line of a selected family, or an I/O error (as a [`ParseError`] with the
-/// line number where reading stopped).
-pub fn parse_reader<R: BufRead>(
-    mut reader: R,
-    selection: &Selection,
-) -> Result<Vec<MetricFamily>, ParseError> {
-    let mut p = Parser::new(selection);
-    let mut buf = Vec::with_capacity(512);
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(|e| ParseError {
-            line: p.lines_seen() + 1,
-            message: format!("read error: {e}"),
-        })?;
-        if n == 0 {
-            break;
-        }
-        let line = std::str::from_utf8(&buf).map_err(|_| ParseError {
-            line: p.lines_seen() + 1,
-            message: "not UTF-8".into(),
-        })?;
-        p.push_line(line)?;
-    }
-    Ok(p.finish())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn histograms_are_joined_and_escapes_unescaped() {
-        let text = r#"# HELP h A \\ histogram\nwith two lines
-# TYPE h histogram
-h_bucket{a="x,y=}",le="0.1"} 1
-h_bucket{a="x,y=}",le="+Inf"} 3
-h_bucket{le="1",a="x,y=}"} 2
-h_sum{a="x,y=}"} 1.5
-h_count{a="x,y=}"} 3
-# TYPE c counter
-c{q="say \"hi\"\n"} NaN 1700000000000
-other_metric 5
-"#;
-        let fams = parse_str(text, &Selection::names(["h", "c"])).unwrap();
-        assert_eq!(fams.len(), 2);
-        let h = &fams[0];
-        assert_eq!(h.kind, MetricKind::Histogram);
-        assert_eq!(h.help.as_deref(), Some("A \\ histogram\nwith two lines"));
-        let s = &h.series[0];
-        assert_eq!(s.labels["a"], "x,y=}");
-        let les: Vec<f64> = s.buckets.iter().map(|b| b.le.0).collect();
-        assert_eq!(les, vec![0.1, 1.0, f64::INFINITY]);
-        assert_eq!(s.count, Some(MetricValue(3.0)));
-        let c = &fams[1].series[0];
-        assert_eq!(c.labels["q"], "say \"hi\"\n");
-        assert!(c.value.unwrap().0.is_nan());
-        assert_eq!(c.timestamp_ms, Some(1_700_000_000_000));
-    }
-
-    #[test]
-    fn malformed_selected_lines_name_the_line() {
-        let err = parse_str("# TYPE c counter\nc{a=\"1} 2\n", &Selection::all()).unwrap_err();
-        assert_eq!(err.line, 2);
-        let err = parse_str("c 1 2 3\n", &Selection::all()).unwrap_err();
-        assert!(err.message.contains("unexpected"), "{err}");
-        // An unselected family is never looked at past its name.
-        assert!(parse_str("d{a=\"1} 2\n", &Selection::names(["c"])).is_ok());
+fn kind_name(kind: MetricKind) -> &'static str {
+    match kind {
+        MetricKind::Counter => "counter",
+        MetricKind::Gauge => "gauge",
+        MetricKind::Histogram => "histogram",
+        MetricKind::Summary => "summary",
+        MetricKind::Untyped => "untyped",
     }
 }

@@ -1,0 +1,367 @@
+//! Byte-level lexing of the pieces of one line: metric and label names, the label set, the value,
+//! the timestamp, and HELP text.
+//!
+//! It owns the character rules of the text format 0.0.4 and nothing about families or series. It
+//! never allocates per line: label names and unescaped values are copied into a [`LabelScratch`]
+//! that the parser reuses, so a selected line costs a few copies and no `String`s until it starts
+//! a new series.
+//!
+//! Leniency follows what Prometheus' own scraper (`textparse`) accepts rather than the letter of the
+//! spec, so that anything a Prometheus server would ingest parses here too: blanks are allowed
+//! around label names, `=` and `,`; a trailing comma closes a label set; an unknown escape in a
+//! label value (`\t`) is kept verbatim; no blank is needed between `}` and the value.
+
+/// Bytes allowed in a metric name after the first (`[a-zA-Z0-9_:]`).
+pub(super) fn is_metric_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b':'
+}
+
+fn is_label_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+pub(super) fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Index of the first non-blank byte of `b` at or after `pos`.
+pub(super) fn skip_blanks(b: &[u8], mut pos: usize) -> usize {
+    while pos < b.len() && is_blank(b[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Length of the metric name at the start of `b`, if one is there: `[a-zA-Z_:][a-zA-Z0-9_:]*`.
+pub(super) fn metric_name_len(b: &[u8]) -> Option<usize> {
+    let len = b
+        .iter()
+        .position(|&c| !is_metric_name_byte(c))
+        .unwrap_or(b.len());
+    (len > 0 && !b[0].is_ascii_digit()).then_some(len)
+}
+
+/// A short, printable excerpt of bytes for an error message.
+pub(super) fn excerpt(b: &[u8]) -> String {
+    const MAX: usize = 48;
+    let cut = &b[..b.len().min(MAX)];
+    let mut s = String::from_utf8_lossy(cut).into_owned();
+    if b.len() > MAX {
+        s.push('…');
+    }
+    s
+}
+
+/// The label pairs of the line being parsed, names and unescaped values copied back to back.
+#[derive(Debug, Default)]
+pub(super) struct LabelScratch {
+    text: String,
+    /// `(name start, name end, value end)` in `text`; the value starts where the name ends.
+    pairs: Vec<(u32, u32, u32)>,
+}
+
+impl LabelScratch {
+    pub(super) fn clear(&mut self) {
+        self.text.clear();
+        self.pairs.clear();
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    pub(super) fn name(&self, i: usize) -> &str {
+        let (s, e, _) = self.pairs[i];
+        &self.text[s as usize..e as usize]
+    }
+
+    pub(super) fn value(&self, i: usize) -> &str {
+        let (_, s, e) = self.pairs[i];
+        &self.text[s as usize..e as usize]
+    }
+
+    /// Index of the label called `name`.
+    pub(super) fn position(&self, name: &str) -> Option<usize> {
+        (0..self.len()).find(|&i| self.name(i) == name)
+    }
+
+    /// Drop pair `i` (its bytes stay in `text`, unreferenced).
+    pub(super) fn remove(&mut self, i: usize) {
+        self.pairs.remove(i);
+    }
+
+    /// Sort the pairs by label name (exporters usually emit them sorted already) and reject a label
+    /// given twice, which would make the series identity ambiguous.
+    pub(super) fn sort_and_check(&mut self) -> Result<(), String> {
+        let text = &self.text;
+        let name = |p: &(u32, u32, u32)| &text[p.0 as usize..p.1 as usize];
+        if !self.pairs.is_sorted_by(|a, b| name(a) <= name(b)) {
+            self.pairs.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+        }
+        if let Some(w) = self.pairs.windows(2).find(|w| name(&w[0]) == name(&w[1])) {
+            return Err(format!("label {:?} given twice", name(&w[0])));
+        }
+        Ok(())
+    }
+
+    /// Append the series identity of the current pairs to `key`: `name 0xFF value 0xFE` per pair.
+    /// Neither byte occurs in UTF-8, so distinct label sets never share a key.
+    pub(super) fn write_key(&self, key: &mut Vec<u8>) {
+        for i in 0..self.len() {
+            key.extend_from_slice(self.name(i).as_bytes());
+            key.push(0xFF);
+            key.extend_from_slice(self.value(i).as_bytes());
+            key.push(0xFE);
+        }
+    }
+}
+
+fn offset(n: usize) -> Result<u32, String> {
+    u32::try_from(n).map_err(|_| "label set too long".to_string())
+}
+
+/// Lex a label set starting at `line[pos] == '{'`; return the index just past the closing `}`.
+pub(super) fn lex_labels(
+    line: &str,
+    mut pos: usize,
+    out: &mut LabelScratch,
+) -> Result<usize, String> {
+    let b = line.as_bytes();
+    debug_assert_eq!(b.get(pos), Some(&b'{'));
+    pos += 1;
+    loop {
+        pos = skip_blanks(b, pos);
+        match b.get(pos) {
+            None => return Err("label set is not closed with '}'".into()),
+            Some(b'}') => return Ok(pos + 1),
+            Some(_) => {}
+        }
+        let name_start = pos;
+        while pos < b.len() && is_label_name_byte(b[pos]) {
+            pos += 1;
+        }
+        let name = &line[name_start..pos];
+        if name.is_empty() || name.as_bytes()[0].is_ascii_digit() {
+            return Err(format!(
+                "invalid label name at {:?}",
+                excerpt(&b[name_start..])
+            ));
+        }
+        pos = skip_blanks(b, pos);
+        if b.get(pos) != Some(&b'=') {
+            return Err(format!("label {name:?}: expected '=' after the name"));
+        }
+        pos = skip_blanks(b, pos + 1);
+        if b.get(pos) != Some(&b'"') {
+            return Err(format!("label {name:?}: value is not quoted"));
+        }
+        pos += 1;
+        let n_start = offset(out.text.len())?;
+        out.text.push_str(name);
+        let v_start = offset(out.text.len())?;
+        pos = lex_quoted(line, pos, &mut out.text).map_err(|m| format!("label {name:?}: {m}"))?;
+        out.pairs.push((n_start, v_start, offset(out.text.len())?));
+        pos = skip_blanks(b, pos);
+        match b.get(pos) {
+            Some(b',') => pos += 1,
+            Some(b'}') => {}
+            None => return Err("label set is not closed with '}'".into()),
+            _ => return Err(format!("expected ',' or '}}' after label {name:?}")),
+        }
+    }
+}
+
+/// Unescape a quoted label value whose opening quote ends just before `pos`; return the index just
+/// past the closing quote.
+fn lex_quoted(line: &str, mut pos: usize, out: &mut String) -> Result<usize, String> {
+    let b = line.as_bytes();
+    loop {
+        let Some(i) = memchr::memchr2(b'"', b'\\', &b[pos..]) else {
+            return Err("value is not closed with '\"'".into());
+        };
+        // Both delimiters are ASCII, so `pos + i` is a char boundary.
+        out.push_str(&line[pos..pos + i]);
+        pos += i;
+        if b[pos] == b'"' {
+            return Ok(pos + 1);
+        }
+        match b.get(pos + 1) {
+            Some(b'n') => out.push('\n'),
+            Some(b'\\') => out.push('\\'),
+            Some(b'"') => out.push('"'),
+            // Kept verbatim, as Prometheus does; the next byte is copied by the next round.
+            Some(_) => {
+                out.push('\\');
+                pos += 1;
+                continue;
+            }
+            None => return Err("value ends in an unfinished escape".into()),
+        }
+        pos += 2;
+    }
+}
+
+/// Lex `value [timestamp]` (blanks around them allowed) from the rest of a sample line.
+pub(super) fn lex_value_and_timestamp(rest: &str) -> Result<(f64, Option<i64>), String> {
+    let mut tokens = rest.split([' ', '\t']).filter(|t| !t.is_empty());
+    let value_text = tokens.next().ok_or("missing value")?;
+    let value = parse_float(value_text).ok_or_else(|| format!("invalid value {value_text:?}"))?;
+    let timestamp = match tokens.next() {
+        None => None,
+        Some(t) => Some(
+            t.parse::<i64>()
+                .map_err(|_| format!("invalid timestamp {t:?} (milliseconds as an integer)"))?,
+        ),
+    };
+    if let Some(extra) = tokens.next() {
+        return Err(format!("unexpected {extra:?} after the timestamp"));
+    }
+    Ok((value, timestamp))
+}
+
+/// A float as Go's `ParseFloat` reads it (decimal, exponent, `NaN`, `±Inf`, `Infinity`, any
+/// case), with a fast path for the plain integers that most counters and bucket counts are.
+/// Hexadecimal floats (`0x1p-3`), which Go also accepts, are rejected: no exporter writes them.
+pub(super) fn parse_float(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if !b.is_empty() && b.len() <= 15 && b.iter().all(u8::is_ascii_digit) {
+        // At most 15 digits: exactly representable, and the same f64 `str::parse` would give.
+        let n = b.iter().fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+        return Some(n as f64);
+    }
+    s.parse::<f64>().ok()
+}
+
+/// Unescape HELP text: `\\` and `\n`; any other backslash is kept verbatim.
+pub(super) fn unescape_help(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('\\') => out.push('\\'),
+            Some(o) => {
+                out.push('\\');
+                out.push(o);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(line: &str) -> Result<Vec<(String, String)>, String> {
+        let mut s = LabelScratch::default();
+        let end = lex_labels(line, 0, &mut s)?;
+        assert!(end <= line.len());
+        Ok((0..s.len())
+            .map(|i| (s.name(i).to_string(), s.value(i).to_string()))
+            .collect())
+    }
+
+    #[test]
+    fn label_values_keep_delimiters_and_unescape() {
+        let got = labels(r#"{a="x,y=}{", b = "q\"\\\n" , c="\t\é",}"#).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ("a".into(), "x,y=}{".into()),
+                ("b".into(), "q\"\\\n".into()),
+                ("c".into(), "\\t\\é".into()),
+            ]
+        );
+        assert_eq!(labels("{}").unwrap(), vec![]);
+        assert_eq!(labels("{ }").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn malformed_label_sets_say_what_is_wrong() {
+        for (line, want) in [
+            (r#"{a="1""#, "not closed with '}'"),
+            (r#"{a="1"#, "not closed with '\"'"),
+            (r#"{a="1\"#, "unfinished escape"),
+            (r#"{a=1}"#, "not quoted"),
+            (r#"{a "1"}"#, "expected '='"),
+            (r#"{1a="1"}"#, "invalid label name"),
+            (r#"{,}"#, "invalid label name"),
+            (r#"{a="1",,}"#, "invalid label name"),
+            (r#"{a="1" b="2"}"#, "expected ',' or '}'"),
+            (r#"{a-b="1"}"#, "expected '='"),
+        ] {
+            let err = labels(line).unwrap_err();
+            assert!(err.contains(want), "{line}: {err}");
+        }
+    }
+
+    #[test]
+    fn duplicate_labels_are_rejected_after_sorting() {
+        let mut s = LabelScratch::default();
+        lex_labels(r#"{b="1",a="2",b="3"}"#, 0, &mut s).unwrap();
+        assert!(
+            s.sort_and_check()
+                .unwrap_err()
+                .contains("\"b\" given twice")
+        );
+        let mut s = LabelScratch::default();
+        lex_labels(r#"{b="1",a="2"}"#, 0, &mut s).unwrap();
+        s.sort_and_check().unwrap();
+        assert_eq!((s.name(0), s.value(0)), ("a", "2"));
+    }
+
+    #[test]
+    fn values_and_timestamps_follow_go() {
+        let v = |s: &str| lex_value_and_timestamp(s).map(|(v, _)| v);
+        assert_eq!(v(" 1e+06").unwrap(), 1e6);
+        assert_eq!(v("-2.5E-3").unwrap(), -2.5e-3);
+        assert_eq!(v("+Inf").unwrap(), f64::INFINITY);
+        assert_eq!(v("-Inf").unwrap(), f64::NEG_INFINITY);
+        assert_eq!(v("Infinity").unwrap(), f64::INFINITY);
+        assert!(v("NaN").unwrap().is_nan());
+        assert!(v("nan").unwrap().is_nan());
+        assert_eq!(v("123456789012345").unwrap(), 123456789012345.0);
+        assert_eq!(v("12345678901234567890").unwrap(), 12345678901234567890.0);
+        assert_eq!(v(".5").unwrap(), 0.5);
+        assert!(v("0x10").is_err());
+        assert!(v("1_000").is_err());
+        assert!(v("").unwrap_err().contains("missing value"));
+        assert_eq!(
+            lex_value_and_timestamp("1 -1500\t").unwrap(),
+            (1.0, Some(-1500))
+        );
+        assert!(
+            lex_value_and_timestamp("1 1.5e12")
+                .unwrap_err()
+                .contains("invalid timestamp")
+        );
+        assert!(
+            lex_value_and_timestamp("1 2 3")
+                .unwrap_err()
+                .contains("unexpected \"3\"")
+        );
+    }
+
+    #[test]
+    fn help_unescapes_only_backslash_and_newline() {
+        assert_eq!(unescape_help(r"a\\b\nc\td\"), "a\\b\nc\\td\\");
+        assert_eq!(unescape_help("plain"), "plain");
+    }
+
+    #[test]
+    fn metric_names() {
+        assert_eq!(metric_name_len(b"a:b_c{"), Some(5));
+        assert_eq!(metric_name_len(b"_x 1"), Some(2));
+        assert_eq!(metric_name_len(b"1x 1"), None);
+        assert_eq!(metric_name_len(b"{a=\"1\"} 1"), None);
+    }
+}

@@ -4,3 +4,4 @@
 mod util;
 
 mod bundle_load;
+mod promtext;

@@ -335,7 +335,7 @@ fn prefixes_select_families_and_order_is_first_appearance() {
 #[test]
 fn chunk_boundaries_anywhere_give_the_same_result() {
     let text = "# HELP h doc\\n\n# TYPE h histogram\r\nh_bucket{a=\"x\\\"y\",le=\"1\"} 1\nh_bucket{a=\"x\\\"y\",le=\"+Inf\"} 2\nh_sum{a=\"x\\\"y\"} 3\nh_count{a=\"x\\\"y\"} 2\nc{e=\"é\"} 1\ng 5 -7";
-    let want = all(&text);
+    let want = all(text);
     let sel = Selection::all();
     for size in 1..text.len() {
         let mut p = Parser::new(&sel);

@@ -4,6 +4,7 @@
 
 mod differential;
 mod proptests;
+mod random_exposition;
 mod real_dumps;
 mod streaming;
 

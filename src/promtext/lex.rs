@@ -104,16 +104,21 @@ impl LabelScratch {
         Ok(())
     }
 
-    /// Append the series identity of the current pairs to `key`: `name 0xFF value 0xFE` per pair.
-    /// Neither byte occurs in UTF-8, so distinct label sets never share a key.
+    /// Append the series identity of the current (sorted) pairs to `key`.
     pub(super) fn write_key(&self, key: &mut Vec<u8>) {
         for i in 0..self.len() {
-            key.extend_from_slice(self.name(i).as_bytes());
-            key.push(0xFF);
-            key.extend_from_slice(self.value(i).as_bytes());
-            key.push(0xFE);
+            push_key_pair(key, self.name(i), self.value(i));
         }
     }
+}
+
+/// Append one label to a series identity: `name 0xFF value 0xFE`. Neither byte occurs in UTF-8, so
+/// distinct label sets (pushed in name order) never share a key.
+pub(super) fn push_key_pair(key: &mut Vec<u8>, name: &str, value: &str) {
+    key.extend_from_slice(name.as_bytes());
+    key.push(0xFF);
+    key.extend_from_slice(value.as_bytes());
+    key.push(0xFE);
 }
 
 fn offset(n: usize) -> Result<u32, String> {

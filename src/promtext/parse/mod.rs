@@ -3,7 +3,7 @@
 //! It owns the family-level rules of the text format 0.0.4 — which family a sample name belongs to,
 //! HELP/TYPE, joining histogram `_bucket`/`_sum`/`_count` and summary `_sum`/`_count` onto their
 //! series, duplicate lines — and leaves character rules to `lex` and chunking of byte streams to
-//! `stream`.
+//! `stream`. HELP/TYPE lines and the joining of samples seen before their TYPE are in `comments`.
 //!
 //! Cheapness of unselected families is the design constraint: a sample line is routed by its
 //! metric name alone (the route of the previous line's name is reused, then a per-name cache), and
@@ -24,11 +24,15 @@
 //! * Label values are kept as written, empty ones included (`group=""` is a label with an empty
 //!   value, not an absent label), because rules read them as such.
 
+mod comments;
+mod family;
+
 use std::collections::HashMap;
 
 use super::lex::{self, LabelScratch};
-use super::model::{Bucket, MetricFamily, MetricKind, MetricSeries, MetricValue};
+use super::model::{MetricFamily, MetricKind};
 use super::selection::Selection;
+use family::{FamilyBuilder, set_part};
 
 /// What went wrong, for callers that branch on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,18 +96,6 @@ const SUFFIXES: [(&str, Part); 3] = [
 enum Route {
     Skip,
     Keep { family: usize, part: Part },
-}
-
-struct FamilyBuilder {
-    family: MetricFamily,
-    index: HashMap<Box<[u8]>, usize>,
-    /// The key and index of the series of the previous line: consecutive bucket lines share it.
-    last_key: Vec<u8>,
-    last_series: Option<usize>,
-    /// Kept only as the `_bucket`/`_sum`/`_count` of a selected family whose TYPE is not known yet.
-    provisional: bool,
-    /// Joined into another family, or discarded: not output.
-    dead: bool,
 }
 
 /// Push-based parser: feed it bytes ([`Parser::feed`]) or lines ([`Parser::push_line`]), then
@@ -393,30 +385,12 @@ impl<'s> Parser<'s> {
         let builder = &mut self.families[fi];
         self.key.clear();
         self.labels.write_key(&mut self.key);
-        let si = match builder.last_series {
-            Some(i) if builder.last_key == self.key => i,
-            _ => {
-                let i = match builder.index.get(self.key.as_slice()) {
-                    Some(&i) => i,
-                    None => {
-                        let labels = &self.labels;
-                        builder.family.series.push(MetricSeries {
-                            labels: (0..labels.len())
-                                .map(|i| (labels.name(i).to_string(), labels.value(i).to_string()))
-                                .collect(),
-                            ..MetricSeries::default()
-                        });
-                        let i = builder.family.series.len() - 1;
-                        builder.index.insert(self.key.as_slice().into(), i);
-                        i
-                    }
-                };
-                builder.last_key.clear();
-                builder.last_key.extend_from_slice(&self.key);
-                builder.last_series = Some(i);
-                i
-            }
-        };
+        let labels = &self.labels;
+        let si = builder.series_for(&self.key, || {
+            (0..labels.len())
+                .map(|i| (labels.name(i).to_string(), labels.value(i).to_string()))
+                .collect()
+        });
         set_part(&mut builder.family.series[si], part, value, le);
         if timestamp.is_some() {
             builder.family.series[si].timestamp_ms = timestamp;
@@ -456,190 +430,6 @@ impl<'s> Parser<'s> {
         Ok((value, timestamp, le))
     }
 
-    fn comment(&mut self, body: &[u8]) -> Result<(), ParseError> {
-        let start = lex::skip_blanks(body, 0);
-        let body = &body[start..];
-        let keyword_len = body
-            .iter()
-            .position(|&b| lex::is_blank(b))
-            .unwrap_or(body.len());
-        let rest = &body[keyword_len..];
-        if rest.is_empty() {
-            // `# TYPE` or `# HELP` alone, or any other comment: nothing to attribute.
-            return Ok(());
-        }
-        match &body[..keyword_len] {
-            b"TYPE" => self.type_line(rest),
-            b"HELP" => self.help_line(rest),
-            _ => Ok(()),
-        }
-    }
-
-    /// Read the metric name a HELP/TYPE line is about; return it and the rest after blanks.
-    fn comment_subject<'l>(
-        &self,
-        rest: &'l [u8],
-        what: &str,
-    ) -> Result<(&'l str, &'l [u8]), ParseError> {
-        let rest = &rest[lex::skip_blanks(rest, 0)..];
-        let len = lex::metric_name_len(rest)
-            .filter(|&n| rest.get(n).is_none_or(|&b| lex::is_blank(b)))
-            .ok_or_else(|| {
-                self.syntax(format!(
-                    "invalid metric name in {what} at {:?}",
-                    lex::excerpt(rest)
-                ))
-            })?;
-        let name = std::str::from_utf8(&rest[..len]).unwrap_or_default();
-        let after = &rest[len..];
-        Ok((name, &after[lex::skip_blanks(after, 0)..]))
-    }
-
-    fn help_line(&mut self, rest: &[u8]) -> Result<(), ParseError> {
-        let (name, text) = self.comment_subject(rest, "HELP")?;
-        if !self.selection.wants(name) {
-            return Ok(());
-        }
-        let Ok(text) = std::str::from_utf8(text) else {
-            return Err(self.syntax(format!("HELP {name}: not valid UTF-8")));
-        };
-        let text = lex::unescape_help(text);
-        if let Some(&i) = self.family_index.get(name) {
-            self.families[i].family.help = Some(text.clone());
-        }
-        self.helps.insert(name.to_string(), text);
-        Ok(())
-    }
-
-    fn type_line(&mut self, rest: &[u8]) -> Result<(), ParseError> {
-        let (name, kind_text) = self.comment_subject(rest, "TYPE")?;
-        let name = name.to_string();
-        let wanted = self.selection.wants(&name);
-        let kind_text = std::str::from_utf8(kind_text)
-            .unwrap_or_default()
-            .trim_end();
-        let kind = match kind_text {
-            "counter" => MetricKind::Counter,
-            "gauge" => MetricKind::Gauge,
-            "histogram" => MetricKind::Histogram,
-            "summary" => MetricKind::Summary,
-            "untyped" | "unknown" => MetricKind::Untyped,
-            other if wanted => {
-                return Err(self.syntax(format!("TYPE {name}: unknown metric type {other:?}")));
-            }
-            _ => MetricKind::Untyped,
-        };
-        if let Some(&earlier) = self.types.get(&name)
-            && earlier != kind
-            && wanted
-        {
-            return Err(self.syntax(format!(
-                "TYPE {name}: {kind_text} contradicts an earlier TYPE {}",
-                kind_name(earlier)
-            )));
-        }
-        self.types.insert(name.clone(), kind);
-        // Names that resolved before this TYPE may resolve differently now.
-        self.last_route = None;
-        self.routes.remove(name.as_bytes());
-        for (suffix, _) in SUFFIXES {
-            self.routes.remove(format!("{name}{suffix}").as_bytes());
-        }
-        if let Some(&i) = self.family_index.get(&name) {
-            let fam = &mut self.families[i];
-            if fam.provisional {
-                // Held aside as `base_suffix` of another family, but it has a TYPE of its own: it
-                // is a family nobody selected.
-                fam.dead = true;
-                self.family_index.remove(&name);
-                return Ok(());
-            }
-            if kind == MetricKind::Histogram && fam.family.series.iter().any(|s| s.value.is_some())
-            {
-                return Err(self.syntax(format!(
-                    "TYPE {name} histogram comes after samples of {name} without a _bucket, _sum or _count suffix"
-                )));
-            }
-            fam.family.kind = kind;
-        }
-        if matches!(kind, MetricKind::Histogram | MetricKind::Summary) {
-            self.join_early_samples(&name, kind, wanted)?;
-        }
-        Ok(())
-    }
-
-    /// Join `x_bucket`/`x_sum`/`x_count` samples seen before `# TYPE x histogram|summary` onto `x`
-    /// (or drop them when `x` is not selected: they were never a family of their own).
-    fn join_early_samples(
-        &mut self,
-        name: &str,
-        kind: MetricKind,
-        wanted: bool,
-    ) -> Result<(), ParseError> {
-        for (suffix, part) in SUFFIXES {
-            if part == Part::Bucket && kind == MetricKind::Summary {
-                continue;
-            }
-            let early_name = format!("{name}{suffix}");
-            if self.types.contains_key(&early_name) {
-                continue;
-            }
-            let Some(ei) = self.family_index.remove(&early_name) else {
-                continue;
-            };
-            self.families[ei].dead = true;
-            if !wanted {
-                continue;
-            }
-            let early = std::mem::take(&mut self.families[ei].family.series);
-            let fi = self.family_for(name, false);
-            for mut s in early {
-                let mut le = None;
-                if part == Part::Bucket {
-                    let bound = s
-                        .labels
-                        .remove("le")
-                        .and_then(|v| lex::parse_float(&v))
-                        .filter(|b| !b.is_nan());
-                    if bound.is_none() {
-                        return Err(self.syntax(format!(
-                            "TYPE {name} histogram: an earlier {early_name} sample has no valid le label"
-                        )));
-                    }
-                    le = bound;
-                }
-                let Some(value) = s.value else { continue };
-                self.key.clear();
-                for (k, v) in &s.labels {
-                    self.key.extend_from_slice(k.as_bytes());
-                    self.key.push(0xFF);
-                    self.key.extend_from_slice(v.as_bytes());
-                    self.key.push(0xFE);
-                }
-                let builder = &mut self.families[fi];
-                builder.last_series = None;
-                let si = match builder.index.get(self.key.as_slice()) {
-                    Some(&i) => i,
-                    None => {
-                        builder.family.series.push(MetricSeries {
-                            labels: std::mem::take(&mut s.labels),
-                            ..MetricSeries::default()
-                        });
-                        let i = builder.family.series.len() - 1;
-                        builder.index.insert(self.key.as_slice().into(), i);
-                        i
-                    }
-                };
-                let series = &mut builder.family.series[si];
-                set_part(series, part, value.0, le);
-                if s.timestamp_ms.is_some() {
-                    series.timestamp_ms = s.timestamp_ms;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Finish: parse the unfinished last line, and return the selected families in order of first
     /// appearance (histogram buckets are sorted by `le` as they are stored).
     ///
@@ -656,38 +446,5 @@ impl<'s> Parser<'s> {
             .filter(|b| !b.dead && !b.provisional)
             .map(|b| b.family)
             .collect())
-    }
-}
-
-fn set_part(series: &mut MetricSeries, part: Part, value: f64, le: Option<f64>) {
-    let v = MetricValue(value);
-    match part {
-        Part::Value => series.value = Some(v),
-        Part::Sum => series.sum = Some(v),
-        Part::Count => series.count = Some(v),
-        Part::Bucket => {
-            let le = MetricValue(le.unwrap_or(f64::INFINITY));
-            // Buckets are kept sorted by `le`; they usually arrive in that order, so appending is
-            // the common case and the search only runs for duplicates or out-of-order lines.
-            let buckets = &mut series.buckets;
-            if buckets.last().is_none_or(|last| last.le.0 < le.0) {
-                buckets.push(Bucket { le, count: v });
-            } else {
-                match buckets.binary_search_by(|b| b.le.0.total_cmp(&le.0)) {
-                    Ok(i) => buckets[i].count = v,
-                    Err(i) => buckets.insert(i, Bucket { le, count: v }),
-                }
-            }
-        }
-    }
-}
-
-fn kind_name(kind: MetricKind) -> &'static str {
-    match kind {
-        MetricKind::Counter => "counter",
-        MetricKind::Gauge => "gauge",
-        MetricKind::Histogram => "histogram",
-        MetricKind::Summary => "summary",
-        MetricKind::Untyped => "untyped",
     }
 }

@@ -80,9 +80,9 @@ impl LabelScratch {
         &self.text[s as usize..e as usize]
     }
 
-    /// Index of the label called `name`.
-    pub(super) fn position(&self, name: &str) -> Option<usize> {
-        (0..self.len()).find(|&i| self.name(i) == name)
+    /// Index of the (last) label called `name`.
+    pub(super) fn rposition(&self, name: &str) -> Option<usize> {
+        (0..self.len()).rev().find(|&i| self.name(i) == name)
     }
 
     /// Drop pair `i` (its bytes stay in `text`, unreferenced).
@@ -95,9 +95,11 @@ impl LabelScratch {
     pub(super) fn sort_and_check(&mut self) -> Result<(), String> {
         let text = &self.text;
         let name = |p: &(u32, u32, u32)| &text[p.0 as usize..p.1 as usize];
-        if !self.pairs.is_sorted_by(|a, b| name(a) <= name(b)) {
-            self.pairs.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+        // Strictly increasing names are sorted and free of duplicates in one pass.
+        if self.pairs.is_sorted_by(|a, b| name(a) < name(b)) {
+            return Ok(());
         }
+        self.pairs.sort_unstable_by(|a, b| name(a).cmp(name(b)));
         if let Some(w) = self.pairs.windows(2).find(|w| name(&w[0]) == name(&w[1])) {
             return Err(format!("label {:?} given twice", name(&w[0])));
         }

@@ -265,26 +265,41 @@ impl<'s> Parser<'s> {
             Some(b'#') => return self.comment(&line[1..]),
             Some(_) => {}
         }
-        let name_len = lex::metric_name_len(line)
-            .filter(|&n| line.get(n).is_none_or(|&b| lex::is_blank(b) || b == b'{'))
-            .ok_or_else(|| {
-                self.syntax(format!("invalid metric name at {:?}", lex::excerpt(line)))
-            })?;
-        let name = &line[..name_len];
-        let route = match self.last_route {
-            Some(r) if self.last_name == name => r,
+        // Consecutive lines mostly share their metric name: a prefix compare with the previous
+        // one then stands for scanning the name and looking up its route.
+        let n = self.last_name.len();
+        let same_name = line.len() > n
+            && !lex::is_metric_name_byte(line[n])
+            && line[..n] == self.last_name[..];
+        let (name_len, route) = match self.last_route {
+            Some(r) if same_name => (n, r),
             _ => {
+                let len = lex::metric_name_len(line).unwrap_or(0);
+                if len == 0 {
+                    return Err(self.invalid_name(line));
+                }
+                let name = &line[..len];
                 let r = self.route(name);
                 self.last_name.clear();
                 self.last_name.extend_from_slice(name);
                 self.last_route = Some(r);
-                r
+                (len, r)
             }
         };
+        if !line
+            .get(name_len)
+            .is_none_or(|&b| lex::is_blank(b) || b == b'{')
+        {
+            return Err(self.invalid_name(line));
+        }
         match route {
             Route::Skip => Ok(()),
             Route::Keep { family, part } => self.sample(family, part, line, name_len),
         }
+    }
+
+    fn invalid_name(&self, line: &[u8]) -> ParseError {
+        self.syntax(format!("invalid metric name at {:?}", lex::excerpt(line)))
     }
 
     fn route(&mut self, name: &[u8]) -> Route {
@@ -345,19 +360,13 @@ impl<'s> Parser<'s> {
         if let Some(&i) = self.family_index.get(name) {
             return i;
         }
-        self.families.push(FamilyBuilder {
-            family: MetricFamily {
-                name: name.to_string(),
-                kind: self.types.get(name).copied().unwrap_or_default(),
-                help: self.helps.get(name).cloned(),
-                series: Vec::new(),
-            },
-            index: HashMap::new(),
-            last_key: Vec::new(),
-            last_series: None,
-            provisional,
-            dead: false,
-        });
+        let family = MetricFamily {
+            name: name.to_string(),
+            kind: self.types.get(name).copied().unwrap_or_default(),
+            help: self.helps.get(name).cloned(),
+            series: Vec::new(),
+        };
+        self.families.push(FamilyBuilder::new(family, provisional));
         let i = self.families.len() - 1;
         self.family_index.insert(name.to_string(), i);
         i
@@ -412,21 +421,26 @@ impl<'s> Parser<'s> {
             pos = lex::lex_labels(text, pos, &mut self.labels)?;
         }
         let (value, timestamp) = lex::lex_value_and_timestamp(&text[pos..])?;
-        self.labels.sort_and_check()?;
         let le = if part == Part::Bucket {
+            // `le` comes last in exporters' output, out of name order: taking it out before
+            // sorting leaves the rest usually sorted already.
             let i = self
                 .labels
-                .position("le")
+                .rposition("le")
                 .ok_or("bucket without an le label")?;
             let le = self.labels.value(i);
             let bound = lex::parse_float(le)
                 .filter(|b| !b.is_nan())
                 .ok_or_else(|| format!("invalid le {le:?}"))?;
             self.labels.remove(i);
+            if self.labels.rposition("le").is_some() {
+                return Err("label \"le\" given twice".into());
+            }
             Some(bound)
         } else {
             None
         };
+        self.labels.sort_and_check()?;
         Ok((value, timestamp, le))
     }
 

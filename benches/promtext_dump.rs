@@ -91,7 +91,7 @@ impl Rng {
     }
 }
 
-/// `(group, version, resource, namespaced)` for 90 resources.
+/// `(group, version, resource, namespaced)` for 85 resources.
 fn resources() -> Vec<(String, &'static str, String, bool)> {
     let core = [
         "pods",
@@ -116,7 +116,7 @@ fn resources() -> Vec<(String, &'static str, String, bool)> {
             )
         })
         .collect();
-    for g in 0..16 {
+    for g in 0..15 {
         for r in 0..5 {
             out.push((
                 format!("group{g}.example.k8s.io"),

@@ -183,7 +183,8 @@ pub(super) fn lex_labels(
 fn lex_quoted(line: &str, mut pos: usize, out: &mut String) -> Result<usize, String> {
     let b = line.as_bytes();
     loop {
-        let Some(i) = memchr::memchr2(b'"', b'\\', &b[pos..]) else {
+        // Label values are short: a plain loop beats a vectorised search's setup.
+        let Some(i) = b[pos..].iter().position(|&c| c == b'"' || c == b'\\') else {
             return Err("value is not closed with '\"'".into());
         };
         // Both delimiters are ASCII, so `pos + i` is a char boundary.

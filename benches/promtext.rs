@@ -7,7 +7,8 @@
 //! * `prometheus-parse`: `Scrape::parse` over the lines, as its README shows.
 //!
 //! Run: `cargo bench --bench promtext`. After criterion's report, a summary prints MB/s (10^6
-//! bytes per second) per variant and the ratio to the baseline, from the same samples.
+//! bytes per second, median and best sample) per variant and the ratio of medians to the
+//! baseline, from the same samples.
 
 #[path = "promtext_dump.rs"]
 mod promtext_dump;
@@ -82,30 +83,36 @@ fn main() {
     group.finish();
     criterion.final_summary();
 
-    // The summary: mean time per iteration over the measured samples, which are the last
-    // SAMPLE_SIZE calls (criterion's warm-up calls come first and are left out).
-    let per_iter = |s: &Samples| {
+    // The summary, from the measured samples — the last SAMPLE_SIZE calls (criterion's warm-up
+    // calls come first and are left out): the median time per iteration, robust to a load spike
+    // on a shared machine, and the best, closest to an idle machine. Ratios use the medians.
+    let times = |s: &Samples| {
         let s = s.borrow();
-        let measured = &s[s.len().saturating_sub(SAMPLE_SIZE)..];
-        let (iters, time) = measured
+        let mut t: Vec<f64> = s[s.len().saturating_sub(SAMPLE_SIZE)..]
             .iter()
-            .fold((0u64, Duration::ZERO), |(i, t), (n, d)| (i + n, t + *d));
-        (iters > 0).then(|| time.as_secs_f64() / iters as f64)
+            .map(|(n, d)| d.as_secs_f64() / (*n).max(1) as f64)
+            .collect();
+        t.sort_by(f64::total_cmp);
+        (!t.is_empty()).then(|| (t[t.len() / 2], t[0]))
     };
-    let baseline = per_iter(&variants[2].1);
+    let baseline = times(&variants[2].1).map(|(median, _)| median);
+    let mbs = |t: f64| bytes as f64 / t / 1e6;
     println!("\nsummary ({:.1} MB dump, same run):", bytes as f64 / 1e6);
     println!(
-        "{:<18} {:>12} {:>10} {:>20}",
-        "variant", "time/iter", "MB/s", "× prometheus-parse"
+        "{:<18} {:>12} {:>14} {:>12} {:>20}",
+        "variant", "median/iter", "MB/s (median)", "MB/s (best)", "× prometheus-parse"
     );
     for (name, samples) in &variants {
-        let Some(t) = per_iter(samples) else { continue };
-        let ratio = baseline.map_or("-".to_string(), |b| format!("{:.1}", b / t));
+        let Some((median, best)) = times(samples) else {
+            continue;
+        };
+        let ratio = baseline.map_or("-".to_string(), |b| format!("{:.1}", b / median));
         println!(
-            "{:<18} {:>10.1}ms {:>10.0} {:>20}",
+            "{:<18} {:>10.1}ms {:>14.0} {:>12.0} {:>20}",
             name,
-            t * 1e3,
-            bytes as f64 / t / 1e6,
+            median * 1e3,
+            mbs(median),
+            mbs(best),
             ratio
         );
     }

@@ -15,9 +15,9 @@ mod promtext_dump;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead, BufReader, BufWriter};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use extpath::promtext::{Selection, parse_reader};
 

@@ -269,7 +269,10 @@ fn every_malformed_selected_line_is_an_error_naming_it() {
         ("# TYPE h histogram\nh_bucket 1", "without an le"),
         ("# TYPE h histogram\nh_bucket{le=\"x\"} 1", "invalid le"),
         ("# TYPE h histogram\nh_bucket{le=\"NaN\"} 1", "invalid le"),
-        ("# TYPE h histogram\nh_bucket{le=\"1\",le=\"2\"} 1", "\"le\" given twice"),
+        (
+            "# TYPE h histogram\nh_bucket{le=\"1\",le=\"2\"} 1",
+            "\"le\" given twice",
+        ),
         ("# TYPE h histogram\nh 1", "needs a _bucket"),
         ("h 1\n# TYPE h histogram", "comes after samples"),
         ("# TYPE a counter\n# TYPE a gauge", "contradicts"),

@@ -268,9 +268,8 @@ impl<'s> Parser<'s> {
         // Consecutive lines mostly share their metric name: a prefix compare with the previous
         // one then stands for scanning the name and looking up its route.
         let n = self.last_name.len();
-        let same_name = line.len() > n
-            && !lex::is_metric_name_byte(line[n])
-            && line[..n] == self.last_name[..];
+        let same_name =
+            line.len() > n && !lex::is_metric_name_byte(line[n]) && line[..n] == self.last_name[..];
         let (name_len, route) = match self.last_route {
             Some(r) if same_name => (n, r),
             _ => {

@@ -52,65 +52,103 @@ pub(super) fn excerpt(b: &[u8]) -> String {
     s
 }
 
-/// The label pairs of the line being parsed, names and unescaped values copied back to back.
+/// The label pairs of the line being parsed, copied as `name 0xFF value 0xFE` back to back (values
+/// unescaped). While the pairs are in name order and none was taken out of the middle, the buffer
+/// *is* the series identity (see [`push_key_pair`]), so the common line needs no key of its own.
 #[derive(Debug, Default)]
 pub(super) struct LabelScratch {
-    text: String,
-    /// `(name start, name end, value end)` in `text`; the value starts where the name ends.
+    buf: Vec<u8>,
+    /// `(name start, value start, value end)` in `buf`; the name ends one byte before its value.
     pairs: Vec<(u32, u32, u32)>,
+    /// Set when `buf` no longer holds exactly the pairs, in order (sorted, or `le` taken out of
+    /// the middle).
+    reordered: bool,
+    /// How many labels are called `le`.
+    le_count: usize,
+}
+
+/// Text copied from a `&str` at ASCII delimiters is valid UTF-8, so this never falls back.
+fn text(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
 }
 
 impl LabelScratch {
     pub(super) fn clear(&mut self) {
-        self.text.clear();
+        self.buf.clear();
         self.pairs.clear();
+        self.reordered = false;
+        self.le_count = 0;
     }
 
     pub(super) fn len(&self) -> usize {
         self.pairs.len()
     }
 
+    fn name_bytes(&self, i: usize) -> &[u8] {
+        let (s, v, _) = self.pairs[i];
+        &self.buf[s as usize..v as usize - 1]
+    }
+
     pub(super) fn name(&self, i: usize) -> &str {
-        let (s, e, _) = self.pairs[i];
-        &self.text[s as usize..e as usize]
+        text(self.name_bytes(i))
     }
 
     pub(super) fn value(&self, i: usize) -> &str {
-        let (_, s, e) = self.pairs[i];
-        &self.text[s as usize..e as usize]
+        let (_, v, e) = self.pairs[i];
+        text(&self.buf[v as usize..e as usize])
+    }
+
+    /// How many labels are called `le`.
+    pub(super) fn le_count(&self) -> usize {
+        self.le_count
     }
 
     /// Index of the (last) label called `name`.
     pub(super) fn rposition(&self, name: &str) -> Option<usize> {
-        (0..self.len()).rev().find(|&i| self.name(i) == name)
+        (0..self.len())
+            .rev()
+            .find(|&i| self.name_bytes(i) == name.as_bytes())
     }
 
-    /// Drop pair `i` (its bytes stay in `text`, unreferenced).
+    /// Drop pair `i`. The last pair (where exporters put `le`) is cut from the buffer too, which
+    /// keeps it the series identity.
     pub(super) fn remove(&mut self, i: usize) {
-        self.pairs.remove(i);
+        let (start, _, _) = self.pairs.remove(i);
+        if i == self.pairs.len() {
+            self.buf.truncate(start as usize);
+        } else {
+            self.reordered = true;
+        }
     }
 
     /// Sort the pairs by label name (exporters usually emit them sorted already) and reject a label
     /// given twice, which would make the series identity ambiguous.
     pub(super) fn sort_and_check(&mut self) -> Result<(), String> {
-        let text = &self.text;
-        let name = |p: &(u32, u32, u32)| &text[p.0 as usize..p.1 as usize];
+        let buf = &self.buf;
+        let name = |p: &(u32, u32, u32)| &buf[p.0 as usize..p.1 as usize - 1];
         // Strictly increasing names are sorted and free of duplicates in one pass.
         if self.pairs.is_sorted_by(|a, b| name(a) < name(b)) {
             return Ok(());
         }
         self.pairs.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+        self.reordered = true;
         if let Some(w) = self.pairs.windows(2).find(|w| name(&w[0]) == name(&w[1])) {
-            return Err(format!("label {:?} given twice", name(&w[0])));
+            return Err(format!("label {:?} given twice", text(name(&w[0]))));
         }
         Ok(())
     }
 
-    /// Append the series identity of the current (sorted) pairs to `key`.
-    pub(super) fn write_key(&self, key: &mut Vec<u8>) {
-        for i in 0..self.len() {
-            push_key_pair(key, self.name(i), self.value(i));
+    /// The series identity of the current (sorted) pairs: the buffer itself when it still is one,
+    /// else written into `spare`.
+    pub(super) fn key<'a>(&'a self, spare: &'a mut Vec<u8>) -> &'a [u8] {
+        if !self.reordered {
+            return &self.buf;
         }
+        spare.clear();
+        for i in 0..self.len() {
+            push_key_pair(spare, self.name(i), self.value(i));
+        }
+        spare
     }
 }
 
@@ -144,9 +182,10 @@ pub(super) fn lex_labels(
             Some(_) => {}
         }
         let name_start = pos;
-        while pos < b.len() && is_label_name_byte(b[pos]) {
-            pos += 1;
-        }
+        pos += b[pos..]
+            .iter()
+            .position(|&c| !is_label_name_byte(c))
+            .unwrap_or(b.len() - pos);
         let name = &line[name_start..pos];
         if name.is_empty() || name.as_bytes()[0].is_ascii_digit() {
             return Err(format!(
@@ -163,11 +202,14 @@ pub(super) fn lex_labels(
             return Err(format!("label {name:?}: value is not quoted"));
         }
         pos += 1;
-        let n_start = offset(out.text.len())?;
-        out.text.push_str(name);
-        let v_start = offset(out.text.len())?;
-        pos = lex_quoted(line, pos, &mut out.text).map_err(|m| format!("label {name:?}: {m}"))?;
-        out.pairs.push((n_start, v_start, offset(out.text.len())?));
+        let n_start = offset(out.buf.len())?;
+        out.buf.extend_from_slice(name.as_bytes());
+        out.buf.push(0xFF);
+        let v_start = offset(out.buf.len())?;
+        pos = lex_quoted(line, pos, &mut out.buf).map_err(|m| format!("label {name:?}: {m}"))?;
+        out.pairs.push((n_start, v_start, offset(out.buf.len())?));
+        out.buf.push(0xFE);
+        out.le_count += usize::from(name == "le");
         pos = skip_blanks(b, pos);
         match b.get(pos) {
             Some(b',') => pos += 1,
@@ -180,26 +222,26 @@ pub(super) fn lex_labels(
 
 /// Unescape a quoted label value whose opening quote ends just before `pos`; return the index just
 /// past the closing quote.
-fn lex_quoted(line: &str, mut pos: usize, out: &mut String) -> Result<usize, String> {
+fn lex_quoted(line: &str, mut pos: usize, out: &mut Vec<u8>) -> Result<usize, String> {
     let b = line.as_bytes();
     loop {
         // Label values are short: a plain loop beats a vectorised search's setup.
         let Some(i) = b[pos..].iter().position(|&c| c == b'"' || c == b'\\') else {
             return Err("value is not closed with '\"'".into());
         };
-        // Both delimiters are ASCII, so `pos + i` is a char boundary.
-        out.push_str(&line[pos..pos + i]);
+        // Both delimiters are ASCII, so what is copied ends at a char boundary.
+        out.extend_from_slice(&b[pos..pos + i]);
         pos += i;
         if b[pos] == b'"' {
             return Ok(pos + 1);
         }
         match b.get(pos + 1) {
-            Some(b'n') => out.push('\n'),
-            Some(b'\\') => out.push('\\'),
-            Some(b'"') => out.push('"'),
+            Some(b'n') => out.push(b'\n'),
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'"') => out.push(b'"'),
             // Kept verbatim, as Prometheus does; the next byte is copied by the next round.
             Some(_) => {
-                out.push('\\');
+                out.push(b'\\');
                 pos += 1;
                 continue;
             }
@@ -325,6 +367,30 @@ mod tests {
         lex_labels(r#"{b="1",a="2"}"#, 0, &mut s).unwrap();
         s.sort_and_check().unwrap();
         assert_eq!((s.name(0), s.value(0)), ("a", "2"));
+    }
+
+    #[test]
+    fn the_series_identity_does_not_depend_on_order_or_le_position() {
+        let key_of = |line: &str, drop_le: bool| {
+            let mut s = LabelScratch::default();
+            lex_labels(line, 0, &mut s).unwrap();
+            if drop_le {
+                let i = s.rposition("le").unwrap();
+                s.remove(i);
+            }
+            s.sort_and_check().unwrap();
+            let mut spare = Vec::new();
+            s.key(&mut spare).to_vec()
+        };
+        let mut want = Vec::new();
+        push_key_pair(&mut want, "a", "x\"y");
+        push_key_pair(&mut want, "b", "");
+        assert_eq!(key_of(r#"{a="x\"y",b=""}"#, false), want);
+        assert_eq!(key_of(r#"{b="",a="x\"y"}"#, false), want);
+        assert_eq!(key_of(r#"{a="x\"y",b="",le="1"}"#, true), want);
+        assert_eq!(key_of(r#"{a="x\"y",le="1",b=""}"#, true), want);
+        assert_eq!(key_of(r#"{le="+Inf",b="",a="x\"y"}"#, true), want);
+        assert_eq!(key_of("{}", false), Vec::<u8>::new());
     }
 
     #[test]

@@ -23,6 +23,8 @@
 //!   `le` is an error. Buckets come out sorted; a missing `+Inf` bucket is not an error here.
 //! * Label values are kept as written, empty ones included (`group=""` is a label with an empty
 //!   value, not an absent label), because rules read them as such.
+//!
+//! The full table of behaviours, and the measured figures, are in `docs/metrics-parser.md`.
 
 mod comments;
 mod family;
@@ -237,7 +239,8 @@ impl<'s> Parser<'s> {
         Ok(())
     }
 
-    /// Feed one whole line, with or without its `\n` (or `\r\n`).
+    /// Feed one whole line, with or without its `\n` (or `\r\n`). For callers that split lines
+    /// themselves; use either this or [`Parser::feed`] on one parser, not both.
     ///
     /// # Errors
     /// A malformed line of a selected family, or a line whose metric name cannot be read.
@@ -391,10 +394,9 @@ impl<'s> Parser<'s> {
             )));
         }
         let builder = &mut self.families[fi];
-        self.key.clear();
-        self.labels.write_key(&mut self.key);
         let labels = &self.labels;
-        let si = builder.series_for(&self.key, || {
+        let key = labels.key(&mut self.key);
+        let si = builder.series_for(key, || {
             (0..labels.len())
                 .map(|i| (labels.name(i).to_string(), labels.value(i).to_string()))
                 .collect()
@@ -431,10 +433,10 @@ impl<'s> Parser<'s> {
             let bound = lex::parse_float(le)
                 .filter(|b| !b.is_nan())
                 .ok_or_else(|| format!("invalid le {le:?}"))?;
-            self.labels.remove(i);
-            if self.labels.rposition("le").is_some() {
+            if self.labels.le_count() > 1 {
                 return Err("label \"le\" given twice".into());
             }
+            self.labels.remove(i);
             Some(bound)
         } else {
             None

@@ -282,6 +282,14 @@ pub(super) fn parse_float(s: &str) -> Option<f64> {
     s.parse::<f64>().ok()
 }
 
+/// A histogram bucket bound (`le`): a float that is not NaN, with `-0` read as `0` so that the two
+/// spellings name one bucket (they compare equal, but would sort apart).
+pub(super) fn parse_bucket_bound(s: &str) -> Option<f64> {
+    parse_float(s)
+        .filter(|b| !b.is_nan())
+        .map(|b| if b == 0.0 { 0.0 } else { b })
+}
+
 /// Unescape HELP text: `\\` and `\n`; any other backslash is kept verbatim.
 pub(super) fn unescape_help(s: &str) -> String {
     if !s.contains('\\') {
@@ -423,6 +431,16 @@ mod tests {
                 .unwrap_err()
                 .contains("unexpected \"3\"")
         );
+    }
+
+    #[test]
+    fn bucket_bounds_are_numbers_with_one_zero() {
+        assert_eq!(parse_bucket_bound("1e+00"), Some(1.0));
+        assert_eq!(parse_bucket_bound("+Inf"), Some(f64::INFINITY));
+        assert!(parse_bucket_bound("-0").unwrap().is_sign_positive());
+        assert!(parse_bucket_bound("-0.E0").unwrap().is_sign_positive());
+        assert_eq!(parse_bucket_bound("NaN"), None);
+        assert_eq!(parse_bucket_bound("x"), None);
     }
 
     #[test]

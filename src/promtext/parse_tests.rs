@@ -171,9 +171,13 @@ go_gc_duration_seconds_bucket 1
 
 #[test]
 fn le_is_compared_as_a_number_and_duplicate_buckets_keep_the_last() {
-    let text = "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"1.0\"} 2\nh_bucket{le=\"1e+00\"} 3\nh_bucket{le=\"+Inf\"} 4\nh_bucket{le=\"0.5\"} 0\nh_bucket{le=\"Inf\"} 5\n";
+    let text = "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"1.0\"} 2\nh_bucket{le=\"1e+00\"} 3\nh_bucket{le=\"+Inf\"} 4\nh_bucket{le=\"0.5\"} 0\nh_bucket{le=\"Inf\"} 5\nh_bucket{le=\"0\"} 6\nh_bucket{le=\"-0\"} 7\n";
     let s = &all(text)[0].series[0];
-    assert_eq!(les(s), [(0.5, 0.0), (1.0, 3.0), (f64::INFINITY, 5.0)]);
+    assert_eq!(
+        les(s),
+        [(0.0, 7.0), (0.5, 0.0), (1.0, 3.0), (f64::INFINITY, 5.0)],
+        "-0 and 0 are one bucket (found by the long property run)"
+    );
 }
 
 #[test]

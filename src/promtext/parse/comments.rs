@@ -154,8 +154,7 @@ impl Parser<'_> {
                     let bound = s
                         .labels
                         .remove("le")
-                        .and_then(|v| lex::parse_float(&v))
-                        .filter(|b| !b.is_nan());
+                        .and_then(|v| lex::parse_bucket_bound(&v));
                     if bound.is_none() {
                         return Err(self.syntax(format!(
                             "TYPE {name} histogram: an earlier {early_name} sample has no valid le label"

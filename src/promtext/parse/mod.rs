@@ -430,9 +430,7 @@ impl<'s> Parser<'s> {
                 .rposition("le")
                 .ok_or("bucket without an le label")?;
             let le = self.labels.value(i);
-            let bound = lex::parse_float(le)
-                .filter(|b| !b.is_nan())
-                .ok_or_else(|| format!("invalid le {le:?}"))?;
+            let bound = lex::parse_bucket_bound(le).ok_or_else(|| format!("invalid le {le:?}"))?;
             if self.labels.le_count() > 1 {
                 return Err("label \"le\" given twice".into());
             }

@@ -8,7 +8,29 @@ mod random_exposition;
 mod real_dumps;
 mod streaming;
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use extpath::promtext::{MetricFamily, Selection, parse_str};
+
+/// A real dump parsed whole, once per test binary: several tests read the same dumps, and parsing
+/// is what costs in a debug build.
+fn parsed(path: &Path) -> Arc<Vec<MetricFamily>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<Vec<MetricFamily>>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(f) = cache.lock().unwrap().get(path) {
+        return f.clone();
+    }
+    let fams = parse_str(&read(path), &Selection::all())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let fams = Arc::new(fams);
+    cache
+        .lock()
+        .unwrap()
+        .insert(path.to_path_buf(), fams.clone());
+    fams
+}
 
 /// Every real `/metrics` dump under `fixtures/raw`, sorted.
 fn real_dumps() -> Vec<PathBuf> {

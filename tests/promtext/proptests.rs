@@ -44,7 +44,7 @@ fn feed_in_chunks(
 }
 
 proptest! {
-    #![proptest_config(config(160))]
+    #![proptest_config(config(128))]
 
     #[test]
     fn rendered_families_parse_back_exactly(

@@ -9,7 +9,7 @@ use extpath::promtext::{
 
 fn dump(rel: &str) -> Vec<MetricFamily> {
     let path = crate::util::repo().join("fixtures/raw").join(rel);
-    parse_str(&super::read(&path), &Selection::all()).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    super::parsed(&path).as_ref().clone()
 }
 
 fn find<'a>(fams: &'a [MetricFamily], name: &str, labels: &[(&str, &str)]) -> &'a MetricSeries {
@@ -39,8 +39,7 @@ fn every_dump_parses_keeps_histogram_invariants_and_selections_agree_with_the_wh
     let mut histograms = 0;
     for path in super::real_dumps() {
         let text = super::read(&path);
-        let whole = parse_str(&text, &Selection::all())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let whole = super::parsed(&path);
         assert!(
             whole.len() > 50,
             "{}: {} families",

@@ -10,6 +10,7 @@ mod daemons;
 mod docs;
 mod etcd;
 mod prometheus;
+mod promtext;
 mod raw_import;
 mod raw_import_errors;
 mod raw_import_kinds;

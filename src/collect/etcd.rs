@@ -132,7 +132,9 @@ impl Etcd {
                 parser.push_line(line).map_err(|e| e.to_string())
             })
             .await?;
-        Ok(parser.finish())
+        parser
+            .finish()
+            .map_err(|e| FetchError::Decode(e.to_string()))
     }
 
     /// `/health`.

@@ -23,7 +23,9 @@ pub async fn scrape(f: &Fetcher) -> Result<Vec<MetricFamily>, FetchError> {
         parser.push_line(line).map_err(|e| e.to_string())
     })
     .await?;
-    Ok(parser.finish())
+    parser
+        .finish()
+        .map_err(|e| FetchError::Decode(e.to_string()))
 }
 
 /// A source from one scrape: counters are cumulative history.

@@ -1,18 +1,33 @@
-//! Streaming parser for the Prometheus text exposition format, keeping only the families asked for.
+//! Streaming parser for the Prometheus text exposition format (0.0.4), keeping only the families
+//! asked for, and the arithmetic over two scrapes (window deltas, rates, `histogram_quantile`).
 //!
-//! Why not prometheus-parse: it is about 8× slower (a regex per line, a `String` per sample) and
-//! mangles label values containing `,`, `=` or `}` and escapes (STACK.md §3). It stays in the tree
-//! only as a dev-dependency, as the reference of a differential test on ordinary input.
+//! Why not prometheus-parse: it is several times slower (a regex per line, a `String` per sample)
+//! and mangles label values containing `,`, `=` or `}` and escapes (STACK.md §3). It stays in the
+//! tree only as a dev-dependency, as the reference of a differential test on ordinary input.
 //!
-//! This module owns the text format and the arithmetic over scrapes (window deltas, rates,
-//! `histogram_quantile`). It knows nothing of bundles, clusters or rules.
+//! Layout: `lex` (characters of one line), `parse` (families, series, HELP/TYPE, joining),
+//! `stream` (string, blocking and async entry points), `selection`, `window`, `quantile`, and
+//! `model` (the shape kept in bundles). The behaviour on the format's loose ends is documented in
+//! `parse` and `lex`, and in `docs/metrics-parser.md` with the measured figures.
+//!
+//! This module knows nothing of bundles, clusters or rules.
 
+mod lex;
 pub mod model;
 mod parse;
 mod quantile;
+mod selection;
+mod stream;
 mod window;
 
+#[cfg(test)]
+mod parse_tests;
+#[cfg(test)]
+mod window_tests;
+
 pub use model::{Bucket, MetricFamily, MetricKind, MetricSeries, MetricValue, SeriesWindow};
-pub use parse::{ParseError, Parser, Selection, parse_reader, parse_str};
+pub use parse::{Limits, ParseError, ParseErrorKind, Parser};
 pub use quantile::histogram_quantile;
+pub use selection::Selection;
+pub use stream::{parse_async, parse_async_with, parse_reader, parse_reader_with, parse_str};
 pub use window::apply_window;

@@ -131,6 +131,17 @@ pub struct SeriesWindow {
     pub reset: bool,
 }
 
+impl SeriesWindow {
+    /// The `q`-quantile of the observations made during the window (Prometheus'
+    /// `histogram_quantile(q, increase(x_bucket[window]))`), from the bucket deltas. `None` for a
+    /// window without buckets or without observations; see [`histogram_quantile`].
+    ///
+    /// [`histogram_quantile`]: super::histogram_quantile
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        super::histogram_quantile(q, &self.buckets)
+    }
+}
+
 /// One series of a family: a label set and its value(s).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]

@@ -101,6 +101,9 @@ impl RefServer {
             state.clone(),
             shutdown_rx.clone(),
         )));
+        // Like kube-aggregator right after start-up, every APIService gets its conditions before the
+        // first client looks; otherwise a fast client would race the controller and see none.
+        aggregator::available::sync_all(&state).await;
         let mut etcd_addr = None;
         if let Some(spec) = etcd_spec {
             let l = TcpListener::bind("127.0.0.1:0")

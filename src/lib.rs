@@ -11,6 +11,7 @@
 //!   It is the only input of the engine.
 //! * [`promtext`] is the streaming Prometheus text parser shared by import, collection and tests.
 //! * [`pki`] decodes and verifies certificates and generates test PKI; it knows nothing of bundles.
+//! * [`report`] renders a `Diagnosis` as a table, JSON, YAML, Markdown or JUnit XML.
 //! * [`cli`] is the clap surface: one file per subcommand, no domain logic.
 //!
 //! The reference server never imports the engine: a server that knew the verdicts would make every
@@ -21,6 +22,7 @@ pub mod cli;
 pub mod engine;
 pub mod pki;
 pub mod promtext;
+pub mod report;
 
 /// The version of this build, as `--version` prints it and every bundle records it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

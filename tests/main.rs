@@ -4,3 +4,8 @@
 mod util;
 
 mod bundle_load;
+mod completions;
+mod docs;
+mod report;
+mod report_cases;
+mod report_waivers;

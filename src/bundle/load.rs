@@ -118,7 +118,7 @@ fn parse(text: &str, path: &str) -> Result<EvidenceBundle, BundleError> {
                 path: path.to_string(),
                 line,
                 column,
-                message: first_line(&e.to_string()),
+                message: strip_yaml_location(&first_line(&e.to_string())),
             }
         })
     };
@@ -177,6 +177,22 @@ fn yaml_location(e: &serde_saphyr::Error) -> (usize, usize) {
 
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or_default().to_string()
+}
+
+/// serde-saphyr prefixes its messages with `error: line L column C: `; the location is already
+/// in `file:line:column`, so say it once.
+fn strip_yaml_location(s: &str) -> String {
+    let s = s.strip_prefix("error: ").unwrap_or(s);
+    if let Some(rest) = s.strip_prefix("line ")
+        && let Some((_, msg)) = rest.split_once(": ")
+        && rest
+            .split(':')
+            .next()
+            .is_some_and(|loc| loc.contains(" column "))
+    {
+        return msg.to_string();
+    }
+    s.to_string()
 }
 
 fn strip_location(s: &str) -> String {

@@ -9,6 +9,7 @@
 
 mod analyze;
 mod explain;
+pub mod completions;
 mod import;
 mod rules;
 
@@ -59,6 +60,11 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// List, lint and test rules.
     Rules(rules::RulesArgs),
+    /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
+    Completions(completions::CompletionsArgs),
+    /// Answer cobra's completion protocol for kubectl_complete-extpath.
+    #[command(name = "__complete", hide = true, disable_help_flag = true)]
+    Complete(completions::CompleteArgs),
 }
 
 /// Entry point used by `main`.
@@ -87,6 +93,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Analyze(args) => analyze::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Rules(args) => rules::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Complete(args) => completions::run_complete(args),
     }
 }
 

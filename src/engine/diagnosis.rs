@@ -325,6 +325,9 @@ pub struct WaiverNotice {
     pub problem: String,
     /// Its reason.
     pub reason: String,
+    /// Its expiry date (`YYYY-MM-DD`).
+    #[serde(default)]
+    pub expires: String,
 }
 
 /// The engine's whole answer for one bundle.

@@ -14,6 +14,7 @@
 //! * [`ruletest`] — the `<id>.test.yaml` runner behind `rules test`;
 //! * [`settings`], [`filter`] — thresholds and `analyze` filters;
 //! * [`diagnosis`] — the output contract.
+//! * [`waivers`] — waivers files for CI gates, and the `--fail-on` gate.
 
 pub mod classify;
 pub mod diagnosis;
@@ -26,6 +27,7 @@ pub mod rules;
 pub mod ruletest;
 pub mod settings;
 pub mod subjects;
+pub mod waivers;
 
 pub use diagnosis::*;
 pub use filter::Filter;

@@ -1,0 +1,264 @@
+//! Waivers for CI gates, and the gate itself.
+//!
+//! A waivers file lets a team accept a known finding for a while without turning the gate off:
+//!
+//! ```yaml
+//! apiVersion: extpath.dev/v1alpha1
+//! kind: Waivers
+//! waivers:
+//!   - rule: aggregation-cert-expiring-soon     # a rule id, or "*"
+//!     subject: APIService/v1beta1.metrics.k8s.io   # Kind/name; "*" globs in the name (and kind)
+//!     reason: cert-manager renews it on the 3rd; tracked in OPS-1234
+//!     expires: 2026-12-31                     # YYYY-MM-DD; the waiver stops applying the day after
+//! ```
+//!
+//! This module owns the file format and its two-phase loader (`waivers/load.rs`: parse with unknown fields
+//! rejected and every value's line kept, then validate with `file:line` errors), applying waivers to a
+//! [`Diagnosis`] ([`apply_waivers`]), and the `--fail-on` gate ([`exceeds`], DESIGN §4). It does not
+//! own the clock: the caller passes `today`, so tests and replays are deterministic. Waivers are a
+//! policy about *now*, which is why they are judged at the caller's date and not at the bundle's
+//! collection time.
+//!
+//! Matching: a waiver's `rule` matches a verdict when it is `*` or the id of one of the rules that
+//! decided the verdict (`verdict.rules[].id`); consequences do not count, because waiving a symptom
+//! must not hide the failure that causes it. `Healthy` verdicts are never waived, so a waiver whose
+//! finding has gone away is reported as `unmatched` — the signal to delete it.
+
+mod load;
+
+pub use load::{WaiverError, load_waivers, parse_waivers};
+
+use super::diagnosis::{
+    AppliedWaiver, Class, Diagnosis, Severity, SubjectKind, Verdict, WaiverNotice,
+};
+
+/// `kind` of a waivers file.
+pub const WAIVERS_KIND: &str = "Waivers";
+
+/// `WaiverNotice::problem` for a waiver that matched no verdict.
+pub const NOTICE_UNMATCHED: &str = "unmatched";
+/// `WaiverNotice::problem` for a waiver past its expiry date.
+pub const NOTICE_EXPIRED: &str = "expired";
+
+/// A validated waivers file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Waivers {
+    /// In file order; when several match one verdict, the first unexpired one is recorded.
+    pub waivers: Vec<Waiver>,
+}
+
+/// One waiver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiver {
+    /// A rule id, or `*` for any rule.
+    pub rule: String,
+    /// Which subjects it covers.
+    pub subject: SubjectPattern,
+    /// Why the finding is accepted (shown wherever the waiver applies).
+    pub reason: String,
+    /// Last day on which the waiver applies.
+    pub expires: jiff::civil::Date,
+    /// Line of the waiver in its file, for messages.
+    pub line: u64,
+}
+
+/// `Kind/name`, where the kind may be `*` and the name may contain `*` (any run of characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubjectPattern {
+    /// `None` matches every kind.
+    pub kind: Option<SubjectKind>,
+    /// Glob over the subject's name.
+    pub name: String,
+}
+
+impl std::fmt::Display for SubjectPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            Some(k) => write!(f, "{k}/{}", self.name),
+            None => write!(f, "*/{}", self.name),
+        }
+    }
+}
+
+impl SubjectPattern {
+    /// Parse `Kind/name`, `*/name` or a bare `*` (everything). The kind is matched
+    /// case-insensitively against the subject kinds and stored in its canonical spelling.
+    ///
+    /// # Errors
+    /// A message saying what is wrong, for the loader to attach a file and line to.
+    pub fn parse(text: &str) -> Result<SubjectPattern, String> {
+        let text = text.trim();
+        if text == "*" {
+            return Ok(SubjectPattern {
+                kind: None,
+                name: "*".into(),
+            });
+        }
+        let Some((kind, name)) = text.split_once('/') else {
+            return Err(format!(
+                "subject {text:?} is not Kind/name (for example APIService/v1beta1.metrics.k8s.io, \
+                 or ValidatingWebhook/* for all validating webhooks)"
+            ));
+        };
+        if name.is_empty() {
+            return Err(format!(
+                "subject {text:?} has an empty name; write {kind}/* to cover every {kind}"
+            ));
+        }
+        let kind = if kind == "*" {
+            None
+        } else {
+            Some(SubjectKind::parse(kind).ok_or_else(|| {
+                let known: Vec<&str> = SubjectKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!(
+                    "subject {text:?}: unknown kind {kind:?}, expected one of {} or *",
+                    known.join(", ")
+                )
+            })?)
+        };
+        Ok(SubjectPattern {
+            kind,
+            name: name.to_string(),
+        })
+    }
+
+    /// Whether the pattern covers this subject.
+    pub fn matches(&self, subject: &super::diagnosis::Subject) -> bool {
+        self.kind.is_none_or(|k| k == subject.kind) && glob_match(&self.name, &subject.name)
+    }
+}
+
+impl Waiver {
+    /// Whether the waiver covers this verdict (ignoring expiry). `Healthy` verdicts are never covered.
+    pub fn matches(&self, v: &Verdict) -> bool {
+        v.class != Class::Healthy
+            && (self.rule == "*" || v.rules.iter().any(|r| r.id == self.rule))
+            && self.subject.matches(&v.subject)
+    }
+
+    /// Expired when `today` is after the last day of validity.
+    pub fn is_expired(&self, today: jiff::civil::Date) -> bool {
+        today > self.expires
+    }
+
+    fn notice(&self, problem: &str) -> WaiverNotice {
+        WaiverNotice {
+            rule: self.rule.clone(),
+            subject: self.subject.to_string(),
+            problem: problem.to_string(),
+            reason: self.reason.clone(),
+            expires: self.expires.to_string(),
+        }
+    }
+}
+
+/// `*` matches any run of characters (including none); every other character matches itself.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // Iterative matcher with backtracking to the last star: linear in practice, no recursion.
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Apply waivers to a diagnosis as of `today`.
+///
+/// A matching, unexpired waiver sets `verdict.waived` (the first such waiver in file order wins; a
+/// verdict already waived keeps its waiver). Every expired waiver is reported in
+/// `d.waiver_notices` as `expired` — it no longer applies — and every unexpired waiver that matched
+/// no verdict as `unmatched`. `d.summary.worst` is recomputed, since it only counts verdicts that
+/// are not waived. Notices are appended, so call this once per diagnosis.
+pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
+    let mut matched = vec![false; w.waivers.len()];
+    for v in &mut d.verdicts {
+        for (i, waiver) in w.waivers.iter().enumerate() {
+            if !waiver.matches(v) {
+                continue;
+            }
+            matched[i] = true;
+            if waiver.is_expired(today) || v.waived.is_some() {
+                continue;
+            }
+            v.waived = Some(AppliedWaiver {
+                reason: waiver.reason.clone(),
+                expires: waiver.expires.to_string(),
+            });
+        }
+    }
+    for (waiver, matched) in w.waivers.iter().zip(matched) {
+        if waiver.is_expired(today) {
+            d.waiver_notices.push(waiver.notice(NOTICE_EXPIRED));
+        } else if !matched {
+            d.waiver_notices.push(waiver.notice(NOTICE_UNMATCHED));
+        }
+    }
+    d.summary.worst = worst_unwaived(d);
+}
+
+/// The severity a verdict has for the gate: `None` for `Healthy` (it never fails a gate), at least
+/// `Warning` for `Inconclusive` (DESIGN §4: not being able to judge a subject is a finding), the
+/// verdict's own severity otherwise.
+pub fn gate_severity(v: &Verdict) -> Option<Severity> {
+    match v.class {
+        Class::Healthy => None,
+        Class::Inconclusive => Some(v.severity.max(Severity::Warning)),
+        _ => Some(v.severity),
+    }
+}
+
+/// The highest gate severity of any verdict that is not waived (`Info` when there is none).
+pub fn worst_unwaived(d: &Diagnosis) -> Severity {
+    d.verdicts
+        .iter()
+        .filter(|v| v.waived.is_none())
+        .filter_map(gate_severity)
+        .max()
+        .unwrap_or(Severity::Info)
+}
+
+/// The `--fail-on` gate (DESIGN §4): true when a verdict that is not waived is at or above
+/// `fail_on`, counting `Inconclusive` as `warning` and never counting `Healthy`.
+pub fn exceeds(d: &Diagnosis, fail_on: Severity) -> bool {
+    d.verdicts
+        .iter()
+        .filter(|v| v.waived.is_none())
+        .filter_map(gate_severity)
+        .any(|s| s >= fail_on)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_runs_of_any_characters() {
+        assert!(glob_match("*", ""));
+        assert!(glob_match("*", "v1beta1.metrics.k8s.io"));
+        assert!(glob_match("v1beta1.*", "v1beta1.metrics.k8s.io"));
+        assert!(glob_match("*.k8s.io", "v1beta1.metrics.k8s.io"));
+        assert!(glob_match("v1*.metrics.*", "v1beta1.metrics.k8s.io"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exactly"));
+        assert!(!glob_match("*.example.com", "v1beta1.metrics.k8s.io"));
+        assert!(!glob_match("v1beta1.*", "v1.apps"));
+        // A star must be able to give back characters it took too early.
+        assert!(glob_match("*a*b", "xaxaxb"));
+        assert!(!glob_match("*a*b", "xaxaxc"));
+    }
+}

@@ -1,0 +1,287 @@
+//! Verdicts → text: the human table, Markdown for incident docs, JUnit XML for CI, and JSON/YAML of
+//! the [`Diagnosis`] contract.
+//!
+//! Every renderer writes into a `&mut dyn Write` and never prints, touches the clock or reads the
+//! environment: what it writes depends only on the diagnosis and the [`RenderOptions`], which is what
+//! makes the output snapshot-testable. The one place that looks at the terminal is
+//! [`RenderOptions::for_stdout`] (with [`ColorChoice::resolve`]), which the CLI calls once.
+//!
+//! What this module does not own: deciding anything. Verdicts, summaries and waivers come from
+//! `engine`; the renderers only order and present them. The one exception is the presentation order
+//! ([`display_order`]): worst first, so that the line an on-call engineer needs is at the top.
+//!
+//! * [`table`] — the default terminal output (comfy-table).
+//! * [`markdown`] — a document to paste into an incident.
+//! * [`junit`] — one `<testcase>` per subject, for CI.
+//! * [`json`], [`yaml`] — the Diagnosis as data.
+//! * [`reference`] — the generated contract docs (`docs/*.schema.json`, `docs/bundle.md`).
+
+pub mod json;
+pub mod junit;
+pub mod markdown;
+pub mod reference;
+pub mod table;
+mod wrap;
+pub mod yaml;
+
+use std::io::Write;
+
+use crate::engine::diagnosis::{Diagnosis, Severity, Verdict};
+use crate::engine::waivers::gate_severity;
+
+/// Output formats of a diagnosis (`-o`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// A table for the terminal, with details for every finding.
+    #[default]
+    Table,
+    /// The Diagnosis as JSON (docs/diagnosis.schema.json).
+    Json,
+    /// The Diagnosis as YAML.
+    Yaml,
+    /// Markdown for incident documents.
+    Markdown,
+    /// JUnit XML for CI: one test case per subject.
+    Junit,
+}
+
+/// The table's width when none is given (and stdout is not a terminal): readable in CI logs and
+/// wide enough for an APIService name, its class and a wrapped summary.
+pub const DEFAULT_WIDTH: u16 = 100;
+
+/// How to render. Only the table reads `color`, `width` and `wide`; the other formats are data or
+/// documents and look the same everywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RenderOptions {
+    /// Use ANSI colours (severity, class, headings).
+    pub color: bool,
+    /// Maximum line width of the table; `None` means [`DEFAULT_WIDTH`].
+    pub width: Option<u16>,
+    /// Show each verdict's rung, evidence and consequences as columns of the main table too.
+    pub wide: bool,
+}
+
+impl RenderOptions {
+    /// Options for writing to this process's stdout: colour resolved from `choice` (see
+    /// [`ColorChoice::resolve`]) and the width of the terminal when stdout is one.
+    pub fn for_stdout(choice: ColorChoice, wide: bool) -> RenderOptions {
+        use std::io::IsTerminal;
+        let tty = std::io::stdout().is_terminal();
+        let no_color = std::env::var_os("NO_COLOR");
+        let term = std::env::var_os("TERM");
+        RenderOptions {
+            color: choice.resolve(tty, no_color.as_deref(), term.as_deref()),
+            // comfy-table asks the terminal for its size only when stdout is a TTY.
+            width: if tty {
+                comfy_table::Table::new().width()
+            } else {
+                None
+            },
+            wide,
+        }
+    }
+
+    fn effective_width(&self) -> usize {
+        usize::from(self.width.unwrap_or(DEFAULT_WIDTH).max(40))
+    }
+}
+
+/// `--color never|always|auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`.
+    #[default]
+    Auto,
+    /// Always colour (also when piped, e.g. into `less -R`).
+    Always,
+    /// Never colour.
+    Never,
+}
+
+impl ColorChoice {
+    /// Decide whether to colour. `auto` follows <https://no-color.org>: a non-empty `NO_COLOR`
+    /// turns colour off; so does `TERM=dumb` and any stdout that is not a terminal. An explicit
+    /// `always`/`never` wins over the environment.
+    pub fn resolve(
+        self,
+        stdout_is_tty: bool,
+        no_color: Option<&std::ffi::OsStr>,
+        term: Option<&std::ffi::OsStr>,
+    ) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                stdout_is_tty
+                    && no_color.is_none_or(|v| v.is_empty())
+                    && term.is_none_or(|t| t != "dumb")
+            }
+        }
+    }
+}
+
+/// Render a diagnosis in `format` into `out`.
+///
+/// # Errors
+/// Only the writer's I/O errors (a closed pipe, a full disk); serialisation of the contract types
+/// cannot fail.
+pub fn render(
+    d: &Diagnosis,
+    format: Format,
+    opts: &RenderOptions,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    match format {
+        Format::Table => table::render(d, opts, out),
+        Format::Json => json::render(d, out),
+        Format::Yaml => yaml::render(d, out),
+        Format::Markdown => markdown::render(d, out),
+        Format::Junit => junit::render(d, out),
+    }
+}
+
+/// Verdicts in presentation order: worst first (by the gate's severity, so `Inconclusive` sits with
+/// warnings and `Healthy` last), then verdicts that still count before waived ones, then by class
+/// and subject so the order is stable whatever order the engine produced.
+pub fn display_order(d: &Diagnosis) -> Vec<&Verdict> {
+    let mut v: Vec<&Verdict> = d.verdicts.iter().collect();
+    v.sort_by(|a, b| {
+        let rank = |v: &Verdict| gate_severity(v).map_or(0, |s| severity_rank(s) + 1);
+        rank(b)
+            .cmp(&rank(a))
+            .then(a.waived.is_some().cmp(&b.waived.is_some()))
+            .then(a.class.cmp(&b.class))
+            .then(a.subject.cmp(&b.subject))
+    });
+    v
+}
+
+fn severity_rank(s: Severity) -> u8 {
+    match s {
+        Severity::Info => 0,
+        Severity::Warning => 1,
+        Severity::Critical => 2,
+    }
+}
+
+/// Whether a verdict gets a detail block (table) or section (Markdown): everything but `Healthy`.
+pub fn is_finding(v: &Verdict) -> bool {
+    v.class != crate::engine::diagnosis::Class::Healthy
+}
+
+/// Counts per severity over all verdicts, worst first, for the summary lines
+/// (`1 critical, 2 info`). Waived verdicts are counted separately.
+pub(crate) fn severity_counts(d: &Diagnosis) -> String {
+    let mut parts = Vec::new();
+    for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
+        let n = d
+            .verdicts
+            .iter()
+            .filter(|v| v.severity == sev && v.waived.is_none())
+            .count();
+        if n > 0 {
+            parts.push(format!("{n} {sev}"));
+        }
+    }
+    let waived = d.verdicts.iter().filter(|v| v.waived.is_some()).count();
+    if waived > 0 {
+        parts.push(format!("{waived} waived"));
+    }
+    let subjects = d.verdicts.len();
+    let noun = if subjects == 1 { "subject" } else { "subjects" };
+    if parts.is_empty() {
+        format!("{subjects} {noun}")
+    } else {
+        format!("{subjects} {noun}: {}", parts.join(", "))
+    }
+}
+
+/// The headline, or what to say when the engine left it empty.
+pub(crate) fn headline(d: &Diagnosis) -> &str {
+    let h = d.summary.headline.trim();
+    if !h.is_empty() {
+        h
+    } else if d.verdicts.is_empty() {
+        "no extension-path subjects were found in the evidence"
+    } else {
+        "no findings"
+    }
+}
+
+/// An evidence value as people read it: strings bare, everything else as compact JSON.
+pub fn evidence_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "(none)".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// `0.9` → `0.90`: confidence with two decimals, as people compare them.
+pub(crate) fn confidence_text(c: f64) -> String {
+    format!("{:.2}", c.clamp(0.0, 1.0))
+}
+
+/// The gap reason as words (`not_supplied` → `not supplied`).
+pub(crate) fn gap_reason_text(r: crate::bundle::GapReason) -> String {
+    serde_json::to_value(r)
+        .ok()
+        .and_then(|v| v.as_str().map(|s| s.replace('_', " ")))
+        .unwrap_or_default()
+}
+
+/// A subject with its namespace and parent when it has them
+/// (`ValidatingWebhook/vwh.example.com (in vwh-config)`).
+pub(crate) fn subject_text(s: &crate::engine::diagnosis::Subject) -> String {
+    let mut t = match &s.namespace {
+        Some(ns) => format!("{}/{}/{}", s.kind, ns, s.name),
+        None => format!("{}/{}", s.kind, s.name),
+    };
+    if let Some(p) = &s.parent {
+        t.push_str(&format!(" (in {p})"));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn auto_colour_needs_a_terminal_and_no_no_color() {
+        let auto = ColorChoice::Auto;
+        assert!(auto.resolve(true, None, None));
+        assert!(auto.resolve(true, Some(OsStr::new("")), Some(OsStr::new("xterm"))));
+        assert!(!auto.resolve(false, None, None));
+        assert!(!auto.resolve(true, Some(OsStr::new("1")), None));
+        assert!(!auto.resolve(true, None, Some(OsStr::new("dumb"))));
+    }
+
+    #[test]
+    fn explicit_colour_choices_win_over_the_environment() {
+        assert!(ColorChoice::Always.resolve(
+            false,
+            Some(OsStr::new("1")),
+            Some(OsStr::new("dumb"))
+        ));
+        assert!(!ColorChoice::Never.resolve(true, None, None));
+    }
+
+    #[test]
+    fn stdout_options_keep_explicit_choices() {
+        let always = RenderOptions::for_stdout(ColorChoice::Always, true);
+        assert!(always.color && always.wide);
+        let never = RenderOptions::for_stdout(ColorChoice::Never, false);
+        assert!(!never.color && !never.wide);
+    }
+
+    #[test]
+    fn evidence_values_read_like_text() {
+        assert_eq!(evidence_text(&serde_json::json!("x509: bad")), "x509: bad");
+        assert_eq!(evidence_text(&serde_json::json!(503)), "503");
+        assert_eq!(evidence_text(&serde_json::json!(0.25)), "0.25");
+        assert_eq!(evidence_text(&serde_json::json!(null)), "(none)");
+        assert_eq!(evidence_text(&serde_json::json!(["a", 1])), r#"["a",1]"#);
+    }
+}

@@ -306,11 +306,14 @@ pub fn classify(
     bundle: &EvidenceBundle,
     filter: &Filter,
 ) -> Diagnosis {
+    // What a healthy API server or etcd rules out holds for every subject; a faulty one rules
+    // nothing out for the others.
     let mut cluster_ruled_out: Vec<(Class, String, String)> = Vec::new();
     for r in eval
         .subjects
         .iter()
         .filter(|r| matches!(r.subject.kind, SubjectKind::ApiServer | SubjectKind::Etcd))
+        .filter(|r| r.rules_run > 0 && verdict_for(rules, r, &[]).class == Class::Healthy)
     {
         for h in &r.hits {
             let x = rule(rules, h);

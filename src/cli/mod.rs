@@ -8,8 +8,8 @@
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
 mod analyze;
-mod explain;
 pub mod completions;
+mod explain;
 mod import;
 mod rules;
 

@@ -36,10 +36,14 @@ pub const FUNCTIONS: &[&str] = &[
 /// The CEL environment rules are compiled and run in: the standard library plus the string
 /// extension (`lowerAscii`, `split`, `replace`, `join`, …).
 pub fn env() -> Arc<Env> {
-    let mut env = Env::stdlib();
-    env.add_extension(cel::extensions::strings)
-        .expect("the string extension declares no conflicting overloads");
-    Arc::new(env)
+    static ENV: std::sync::OnceLock<Arc<Env>> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Env::stdlib();
+        env.add_extension(cel::extensions::strings)
+            .expect("the string extension declares no conflicting overloads");
+        Arc::new(env)
+    })
+    .clone()
 }
 
 fn err(function: &str, message: impl ToString) -> ExecutionError {

@@ -77,10 +77,6 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Value {
     }));
     let objects = Obj::new()
         .i("apiservices", b.api_services.len() as i64)
-        .i(
-            "remote_apiservices",
-            b.api_services.iter().filter(|a| !a.is_local()).count() as i64,
-        )
         .i("services", b.services.len() as i64)
         .i("endpoints", b.endpoints.len() as i64)
         .i("endpoint_slices", b.endpoint_slices.len() as i64)

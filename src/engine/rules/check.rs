@@ -9,6 +9,7 @@
 //! requires `when`/`needs` to be booleans.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use cel::Value;
@@ -17,7 +18,7 @@ use cel::objects::Key;
 
 use super::{Expr, Rule, RuleError};
 use crate::engine::diagnosis::SubjectKind;
-use crate::engine::eval::{root_context, subject_context};
+use crate::engine::eval::root_context;
 use crate::engine::facts::sample::sample_bundle;
 use crate::engine::facts::{COMMON_VARIABLES, FactBase, cluster_vars, subject_vars, variables_for};
 use crate::engine::functions::{FUNCTIONS, counter_value, gauge_value, histogram_value};
@@ -89,8 +90,8 @@ const DYNAMIC_MAPS: &[&str] = &[
 enum Shape {
     Any,
     Scalar,
-    List(Box<Shape>),
-    Map(HashMap<String, Shape>),
+    List(Rc<Shape>),
+    Map(Rc<HashMap<String, Shape>>),
     DynMap,
 }
 
@@ -100,7 +101,7 @@ fn shape_of(v: &Value, key: Option<&str>) -> Shape {
             if key.is_some_and(|k| DYNAMIC_MAPS.contains(&k)) {
                 return Shape::DynMap;
             }
-            Shape::Map(
+            Shape::Map(Rc::new(
                 m.map
                     .iter()
                     .filter_map(|(k, v)| match k {
@@ -108,11 +109,9 @@ fn shape_of(v: &Value, key: Option<&str>) -> Shape {
                         _ => None,
                     })
                     .collect(),
-            )
+            ))
         }
-        Value::List(l) => Shape::List(Box::new(
-            l.first().map_or(Shape::Any, |x| shape_of(x, None)),
-        )),
+        Value::List(l) => Shape::List(Rc::new(l.first().map_or(Shape::Any, |x| shape_of(x, None)))),
         _ => Shape::Scalar,
     }
 }
@@ -132,7 +131,7 @@ fn function_result(name: &str) -> Option<Shape> {
                 .f("increase", 0.0)
                 .f("rate", 0.0)
                 .build();
-            return Some(Shape::List(Box::new(shape_of(&row, None))));
+            return Some(Shape::List(Rc::new(shape_of(&row, None))));
         }
         "human_seconds" | "human_bytes" | "percent" => return Some(Shape::Scalar),
         _ => return None,
@@ -140,11 +139,11 @@ fn function_result(name: &str) -> Option<Shape> {
     Some(shape_of(&v, None))
 }
 
-/// The facts of the sample bundle, by subject kind, and a context to evaluate in.
+/// The facts of the sample bundle, by subject kind, their shapes, and a context to evaluate in —
+/// built once per load, shared by every rule checked.
 pub struct SampleWorld {
-    metrics: Arc<MetricsIndex>,
-    cluster: Vec<(&'static str, Value)>,
-    by_kind: HashMap<SubjectKind, Vec<(&'static str, Value)>>,
+    contexts: HashMap<SubjectKind, cel::Context<'static, 'static>>,
+    shapes: HashMap<SubjectKind, HashMap<String, Shape>>,
 }
 
 impl Default for SampleWorld {
@@ -171,29 +170,38 @@ impl SampleWorld {
                 .entry(e.subject.kind)
                 .or_insert_with(|| subject_vars(&base, &e));
         }
-        SampleWorld {
-            metrics: Arc::new(MetricsIndex::new(&bundle.metrics)),
-            cluster,
-            by_kind,
-        }
-    }
-
-    fn scope(&self, kind: SubjectKind) -> HashMap<String, Shape> {
-        let mut m: HashMap<String, Shape> = self
-            .cluster
+        let cluster_shapes: HashMap<String, Shape> = cluster
             .iter()
             .map(|(k, v)| (k.to_string(), shape_of(v, Some(k))))
             .collect();
-        for (k, v) in self.by_kind.get(&kind).into_iter().flatten() {
-            m.insert(k.to_string(), shape_of(v, Some(k)));
-        }
-        m
+        let shapes = SubjectKind::ALL
+            .iter()
+            .map(|kind| {
+                let mut m = cluster_shapes.clone();
+                for (k, v) in by_kind.get(kind).into_iter().flatten() {
+                    m.insert(k.to_string(), shape_of(v, Some(k)));
+                }
+                (*kind, m)
+            })
+            .collect();
+        let metrics = Arc::new(MetricsIndex::new(&bundle.metrics));
+        let contexts = by_kind
+            .iter()
+            .map(|(kind, vars)| {
+                let mut all = cluster.clone();
+                all.extend(vars.iter().cloned());
+                (*kind, root_context(metrics.clone(), &all))
+            })
+            .collect();
+        SampleWorld { contexts, shapes }
     }
 }
 
 struct Walk<'a> {
     source: &'a str,
     what: &'a str,
+    scope: &'a HashMap<String, Shape>,
+    locals: std::cell::RefCell<Vec<(String, Shape)>>,
 }
 
 fn line_of(source: &str, expr: &Expr, id: u64) -> usize {
@@ -206,14 +214,19 @@ fn line_of(source: &str, expr: &Expr, id: u64) -> usize {
 }
 
 impl Walk<'_> {
-    fn walk(
-        &self,
-        e: &IdedExpr,
-        scope: &HashMap<String, Shape>,
-        path: &str,
-    ) -> Result<Shape, (u64, String)> {
+    fn lookup(&self, name: &str) -> Option<Shape> {
+        self.locals
+            .borrow()
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s.clone())
+            .or_else(|| self.scope.get(name).cloned())
+    }
+
+    fn walk(&self, e: &IdedExpr) -> Result<Shape, (u64, String)> {
         match &e.expr {
-            Ast::Ident(name) => match scope.get(name) {
+            Ast::Ident(name) => match self.lookup(name) {
                 Some(s) => Ok(s.clone()),
                 None if [
                     "int",
@@ -235,7 +248,7 @@ impl Walk<'_> {
             },
             Ast::Select(sel) => {
                 let inner_path = describe(&sel.operand);
-                let base = self.walk(&sel.operand, scope, path)?;
+                let base = self.walk(&sel.operand)?;
                 match base {
                     Shape::Map(m) => match m.get(&sel.field) {
                         Some(s) => Ok(s.clone()),
@@ -278,11 +291,11 @@ impl Walk<'_> {
             Ast::Call(call) => {
                 let mut target_shape = None;
                 if let Some(t) = &call.target {
-                    target_shape = Some(self.walk(t, scope, path)?);
+                    target_shape = Some(self.walk(t)?);
                 }
                 let mut arg_shapes = Vec::new();
                 for a in &call.args {
-                    arg_shapes.push(self.walk(a, scope, path)?);
+                    arg_shapes.push(self.walk(a)?);
                 }
                 let f = call.func_name.as_str();
                 let operator = f.starts_with('_')
@@ -298,7 +311,7 @@ impl Walk<'_> {
                 if f == "_[_]" {
                     let base = arg_shapes.first().cloned().unwrap_or(Shape::Any);
                     return Ok(match base {
-                        Shape::List(el) => *el,
+                        Shape::List(el) => (*el).clone(),
                         Shape::Map(m) => match call.args.get(1).map(|a| &a.expr) {
                             Some(Ast::Literal(LiteralValue::String(s))) => {
                                 m.get(s.inner()).cloned().ok_or_else(|| {
@@ -322,35 +335,40 @@ impl Walk<'_> {
                 Ok(Shape::Any)
             }
             Ast::Comprehension(c) => {
-                let range = self.walk(&c.iter_range, scope, path)?;
+                let range = self.walk(&c.iter_range)?;
                 let element = match range {
-                    Shape::List(el) => *el,
+                    Shape::List(el) => (*el).clone(),
                     Shape::Map(_) | Shape::DynMap => Shape::Scalar,
                     _ => Shape::Any,
                 };
-                let mut inner = scope.clone();
-                inner.insert(c.iter_var.clone(), element);
+                let depth = self.locals.borrow().len();
+                self.locals.borrow_mut().push((c.iter_var.clone(), element));
                 if let Some(v2) = &c.iter_var2 {
-                    inner.insert(v2.clone(), Shape::Any);
+                    self.locals.borrow_mut().push((v2.clone(), Shape::Any));
                 }
-                self.walk(&c.accu_init, &inner, path)?;
-                inner.insert(c.accu_var.clone(), Shape::Any);
-                self.walk(&c.loop_cond, &inner, path)?;
-                self.walk(&c.loop_step, &inner, path)?;
-                self.walk(&c.result, &inner, path)?;
-                Ok(Shape::Any)
+                let result = (|| {
+                    self.walk(&c.accu_init)?;
+                    self.locals
+                        .borrow_mut()
+                        .push((c.accu_var.clone(), Shape::Any));
+                    self.walk(&c.loop_cond)?;
+                    self.walk(&c.loop_step)?;
+                    self.walk(&c.result)
+                })();
+                self.locals.borrow_mut().truncate(depth);
+                result.map(|_| Shape::Any)
             }
             Ast::List(l) => {
                 for x in &l.elements {
-                    self.walk(x, scope, path)?;
+                    self.walk(x)?;
                 }
                 Ok(Shape::Any)
             }
             Ast::Map(m) => {
                 for entry in &m.entries {
                     if let EntryExpr::MapEntry(me) = &entry.expr {
-                        self.walk(&me.key, scope, path)?;
-                        self.walk(&me.value, scope, path)?;
+                        self.walk(&me.key)?;
+                        self.walk(&me.value)?;
                     }
                 }
                 Ok(Shape::Any)
@@ -358,7 +376,7 @@ impl Walk<'_> {
             Ast::Struct(s) => {
                 for entry in &s.entries {
                     if let EntryExpr::StructField(f) = &entry.expr {
-                        self.walk(&f.value, scope, path)?;
+                        self.walk(&f.value)?;
                     }
                 }
                 Ok(Shape::Any)
@@ -416,7 +434,8 @@ pub fn check_rule(rule: &Rule, world: &SampleWorld) -> Result<(), RuleError> {
 }
 
 fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Result<(), RuleError> {
-    let scope = world.scope(kind);
+    let empty = HashMap::new();
+    let scope = world.shapes.get(&kind).unwrap_or(&empty);
     let allowed: Vec<&str> = COMMON_VARIABLES
         .iter()
         .chain(variables_for(kind))
@@ -443,18 +462,18 @@ fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Result<(),
         let walk = Walk {
             source: &expr.source,
             what: &what,
+            scope,
+            locals: std::cell::RefCell::new(Vec::new()),
         };
-        if let Err((id, msg)) = walk.walk(expr.program.expression(), &scope, "") {
+        if let Err((id, msg)) = walk.walk(expr.program.expression()) {
             return Err(error(expr, line_of(walk.source, expr, id), msg));
         }
     }
-    let Some(vars) = world.by_kind.get(&kind) else {
+    let Some(ctx) = world.contexts.get(&kind) else {
         return Ok(());
     };
-    let root = root_context(world.metrics.clone(), &world.cluster);
-    let ctx = subject_context(&root, vars);
     for (what, expr, boolean) in all_exprs(rule) {
-        match expr.program.execute(&ctx) {
+        match expr.program.execute(ctx) {
             Ok(Value::Bool(_)) => {}
             Ok(other) if boolean => {
                 return Err(error(

@@ -31,6 +31,9 @@ _kubectl_extpath() {
             kubectl_extpath,import)
                 cmd="kubectl_extpath__subcmd__import"
                 ;;
+            kubectl_extpath,replay)
+                cmd="kubectl_extpath__subcmd__replay"
+                ;;
             kubectl_extpath,rules)
                 cmd="kubectl_extpath__subcmd__rules"
                 ;;
@@ -49,8 +52,14 @@ _kubectl_extpath() {
             kubectl_extpath__subcmd__help,import)
                 cmd="kubectl_extpath__subcmd__help__subcmd__import"
                 ;;
+            kubectl_extpath__subcmd__help,replay)
+                cmd="kubectl_extpath__subcmd__help__subcmd__replay"
+                ;;
             kubectl_extpath__subcmd__help,rules)
                 cmd="kubectl_extpath__subcmd__help__subcmd__rules"
+                ;;
+            kubectl_extpath__subcmd__help__subcmd__replay,serve)
+                cmd="kubectl_extpath__subcmd__help__subcmd__replay__subcmd__serve"
                 ;;
             kubectl_extpath__subcmd__help__subcmd__rules,lint)
                 cmd="kubectl_extpath__subcmd__help__subcmd__rules__subcmd__lint"
@@ -60,6 +69,18 @@ _kubectl_extpath() {
                 ;;
             kubectl_extpath__subcmd__help__subcmd__rules,test)
                 cmd="kubectl_extpath__subcmd__help__subcmd__rules__subcmd__test"
+                ;;
+            kubectl_extpath__subcmd__replay,help)
+                cmd="kubectl_extpath__subcmd__replay__subcmd__help"
+                ;;
+            kubectl_extpath__subcmd__replay,serve)
+                cmd="kubectl_extpath__subcmd__replay__subcmd__serve"
+                ;;
+            kubectl_extpath__subcmd__replay__subcmd__help,help)
+                cmd="kubectl_extpath__subcmd__replay__subcmd__help__subcmd__help"
+                ;;
+            kubectl_extpath__subcmd__replay__subcmd__help,serve)
+                cmd="kubectl_extpath__subcmd__replay__subcmd__help__subcmd__serve"
                 ;;
             kubectl_extpath__subcmd__rules,help)
                 cmd="kubectl_extpath__subcmd__rules__subcmd__help"
@@ -92,7 +113,7 @@ _kubectl_extpath() {
 
     case "${cmd}" in
         kubectl_extpath)
-            opts="-h -V --help --version import analyze explain rules completions help"
+            opts="-h -V --help --version import analyze explain rules replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -106,12 +127,16 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__analyze)
-            opts="-o -h --output --class --subject --rule --skip-rule --set --fail-on --rules --help"
+            opts="-o -h --raw --output --class --subject --rule --skip-rule --set --fail-on --rules --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --raw)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table json yaml" -- "${cur}"))
                     return 0
@@ -188,7 +213,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__help)
-            opts="import analyze explain rules completions help"
+            opts="import analyze explain rules replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -271,6 +296,34 @@ _kubectl_extpath() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        kubectl_extpath__subcmd__help__subcmd__replay)
+            opts="serve"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__replay__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         kubectl_extpath__subcmd__help__subcmd__rules)
             opts="list lint test"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -328,18 +381,100 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__import)
-            opts="-o -h --output --help"
+            opts="-o -h --raw --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --raw)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
                     return 0
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay)
+            opts="-h --help serve help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay__subcmd__help)
+            opts="serve help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__replay__subcmd__serve)
+            opts="-h --port --kubeconfig-out --client-cert --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -22,6 +22,7 @@ pub mod cli;
 pub mod engine;
 pub mod pki;
 pub mod promtext;
+pub mod refserver;
 pub mod report;
 
 /// The version of this build, as `--version` prints it and every bundle records it.

@@ -19,7 +19,11 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 fn load_input(path: &Path) -> anyhow::Result<extpath::bundle::EvidenceBundle> {
-    Ok(extpath::bundle::load_bundle(path)?)
+    if path.is_dir() {
+        Ok(extpath::bundle::raw::import_paths(&[path.to_path_buf()])?)
+    } else {
+        Ok(extpath::bundle::load_bundle(path)?)
+    }
 }
 
 #[test]

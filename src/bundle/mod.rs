@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod objects;
 pub mod observations;
 pub mod probes;
+pub mod raw;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -61,8 +61,15 @@ impl RuleArgs {
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// An evidence bundle (YAML or JSON).
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "raw",
+        conflicts_with = "raw"
+    )]
+    file: Option<PathBuf>,
+    /// Raw incident files or directories (kubectl output, /metrics dumps, logs, curl output …).
+    #[arg(long = "raw", value_name = "PATH", num_args = 1..)]
+    raw: Vec<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     output: OutputFormat,
@@ -105,9 +112,12 @@ fn input_error(message: String) -> anyhow::Error {
     .into()
 }
 
-/// Load the bundle named on the command line.
+/// Load the bundle named on the command line: a bundle file, or raw files imported.
 fn load_bundle(args: &AnalyzeArgs) -> anyhow::Result<crate::bundle::EvidenceBundle> {
-    Ok(crate::bundle::load_bundle(&args.file)?)
+    match &args.file {
+        Some(file) => Ok(crate::bundle::load_bundle(file)?),
+        None => Ok(crate::bundle::raw::import_paths(&args.raw)?),
+    }
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {

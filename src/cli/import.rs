@@ -1,4 +1,5 @@
 //! `import FILE`: validate a bundle and print it back (also converts YAML ⇄ JSON).
+//! `import --raw PATH...`: build a bundle from raw incident files and print it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,15 +12,26 @@ use super::{DocFormat, EXIT_OK};
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// A bundle file (YAML or JSON).
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
+    #[arg(
+        value_name = "FILE",
+        required_unless_present = "raw",
+        conflicts_with = "raw"
+    )]
+    file: Option<PathBuf>,
+    /// Build the bundle from raw files and directories instead: kubectl output, /metrics dumps,
+    /// certificates, curl output, logs (kinds are told from content, see docs/raw-import.md).
+    #[arg(long = "raw", value_name = "PATH", num_args = 1..)]
+    raw: Vec<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     output: DocFormat,
 }
 
 pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
-    let bundle = crate::bundle::load_bundle(&args.file)?;
+    let bundle = match &args.file {
+        Some(file) => crate::bundle::load_bundle(file)?,
+        None => crate::bundle::raw::import_paths(&args.raw)?,
+    };
     let text = match args.output {
         DocFormat::Yaml => bundle.to_yaml()?,
         DocFormat::Json => bundle.to_json()? + "\n",

@@ -11,6 +11,7 @@ mod analyze;
 pub mod completions;
 mod explain;
 mod import;
+mod replay;
 mod rules;
 
 use std::process::ExitCode;
@@ -60,6 +61,8 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// List, lint and test rules.
     Rules(rules::RulesArgs),
+    /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
+    Replay(replay::ReplayArgs),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
     Completions(completions::CompletionsArgs),
     /// Answer cobra's completion protocol for kubectl_complete-extpath.
@@ -93,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Analyze(args) => analyze::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Rules(args) => rules::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Complete(args) => completions::run_complete(args),
     }

@@ -178,7 +178,11 @@ fn same_file(a: &str, b: &str) -> bool {
 
 /// Load an input of a test case: a bundle file, or a directory of raw files.
 pub fn load_input(path: &Path) -> anyhow::Result<crate::bundle::EvidenceBundle> {
-    Ok(crate::bundle::load_bundle(path)?)
+    if path.is_dir() {
+        Ok(crate::bundle::raw::import_paths(&[path.to_path_buf()])?)
+    } else {
+        Ok(crate::bundle::load_bundle(path)?)
+    }
 }
 
 fn test(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {

@@ -136,12 +136,14 @@ pub struct SeriesAnswer {
 }
 
 type IndexKey = (usize, usize, String);
+/// Series indexes of a family by the value of one label.
+type LabelIndex = Arc<HashMap<String, Vec<usize>>>;
 
 /// The metrics of a bundle, ready to be queried many times.
 #[derive(Debug, Default)]
 pub struct MetricsIndex {
     sources: Vec<MetricsSource>,
-    by_label: Mutex<HashMap<IndexKey, Arc<HashMap<String, Vec<usize>>>>>,
+    by_label: Mutex<HashMap<IndexKey, LabelIndex>>,
 }
 
 /// Parse a target name (`apiserver`, `etcd`, `extension`).
@@ -241,7 +243,7 @@ impl MetricsIndex {
         (present, out)
     }
 
-    fn label_index(&self, si: usize, fi: usize, label: &str) -> Arc<HashMap<String, Vec<usize>>> {
+    fn label_index(&self, si: usize, fi: usize, label: &str) -> LabelIndex {
         let key = (si, fi, label.to_string());
         let mut cache = self.by_label.lock().unwrap_or_else(|e| e.into_inner());
         cache

@@ -224,11 +224,14 @@ pub fn test_files(dir: &Path) -> Vec<PathBuf> {
 /// Loads an input path into a bundle: a file is a bundle, a directory is raw incident files.
 pub type InputLoader = dyn Fn(&Path) -> anyhow::Result<EvidenceBundle>;
 
+/// One cached analysis of an input with settings, or why it could not be made.
+type Analysis = Result<(Evaluation, Diagnosis), String>;
+
 /// Runs test files, caching each (input, settings) analysis.
 pub struct Runner<'a> {
     rules: &'a RuleSet,
     load: &'a InputLoader,
-    cache: HashMap<(PathBuf, Vec<String>), Result<(Evaluation, Diagnosis), String>>,
+    cache: HashMap<(PathBuf, Vec<String>), Analysis>,
 }
 
 impl<'a> Runner<'a> {

@@ -245,6 +245,12 @@ fn request_name(bundle: &EvidenceBundle, members: &[usize]) -> String {
     let file = probes
         .clone()
         .find_map(|p| p.origin.files.first().cloned())
+        .map(|f| {
+            std::path::Path::new(&f)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or(f)
+        })
         .unwrap_or_else(|| format!("probe #{}", members[0]));
     format!("request in {file}")
 }
@@ -313,8 +319,66 @@ fn request_groups(bundle: &EvidenceBundle) -> Vec<Vec<usize>> {
         .filter(|k| !folded.contains(k))
         .map(|k| groups.remove(&k).expect("every ordered key has a group"))
         .collect();
-    out.extend(loose.into_iter().map(|i| vec![i]));
+    // An observation that names neither path nor resource (a bare kubectl error line, a curl body)
+    // joins the one request it is evidently part of, else stands alone.
+    let keyed = out.len();
+    for i in loose {
+        match unique_home(bundle, &out[..keyed], i) {
+            Some(g) => out[g].push(i),
+            None => out.push(vec![i]),
+        }
+    }
     out
+}
+
+/// The single keyed request a loose observation belongs to: the one that printed the very same
+/// error text with the same status, or — for a watch — the only watch of a compatible target.
+fn unique_home(bundle: &EvidenceBundle, groups: &[Vec<usize>], loose: usize) -> Option<usize> {
+    let p = &bundle.probes[loose];
+    let texts = p.error_texts();
+    // The client's whole error line is the most specific text; any shared inner text comes next.
+    let matching = |same: &dyn Fn(&Probe) -> bool| -> Vec<usize> {
+        groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| {
+                g.iter().any(|&j| {
+                    let q = &bundle.probes[j];
+                    (p.status.is_none() || q.status == p.status) && same(q)
+                })
+            })
+            .map(|(i, _)| i)
+            .collect()
+    };
+    for candidates in [
+        matching(&|q: &Probe| p.error.is_some() && q.error == p.error),
+        matching(&|q: &Probe| q.error_texts().iter().any(|t| texts.contains(t))),
+    ] {
+        if let [only] = candidates.as_slice() {
+            return Some(*only);
+        }
+    }
+    p.watch.as_ref()?;
+    let target = probe_target(bundle, p);
+    let watches: Vec<usize> = groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| {
+            g.iter().any(|&j| {
+                let q = &bundle.probes[j];
+                is_watch(q)
+                    && match (&target, probe_target(bundle, q)) {
+                        (Some(a), Some(b)) => *a == b,
+                        _ => true,
+                    }
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    match watches.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    }
 }
 
 fn related_subject(r: &ObjectRef, bundle: &EvidenceBundle) -> Option<Subject> {

@@ -310,7 +310,7 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
                 c.conversion.webhook.as_ref(),
             ));
             vars.push(("observations", base.observations_of(&r)));
-            vars.push(("logs", base.logs_of(&r, &[c.name.clone()])));
+            vars.push(("logs", base.logs_of(&r, std::slice::from_ref(&c.name))));
         }
         SubjectSource::FlowSchema(f) => {
             let level = b
@@ -451,7 +451,7 @@ fn request_vars(
             Some(&r),
             c.conversion.webhook.as_ref(),
         ));
-        vars.push(("logs", base.logs_of(&r, &[c.name.clone()])));
+        vars.push(("logs", base.logs_of(&r, std::slice::from_ref(&c.name))));
     } else {
         vars.extend(backend_vars(base, None, None, 443, "", false, false));
         let mut mentions: Vec<String> = target.map(|t| vec![t.name.clone()]).unwrap_or_default();

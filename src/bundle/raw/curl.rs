@@ -1,0 +1,299 @@
+//! curl output → probes: `-i`/`-D` headers, `-v` traces, bodies, `-w` status lines, curl errors.
+//!
+//! A capture may hold the whole exchange in one file or split it (headers, body and `-w` status
+//! line in three files). A file holding only one part is marked with its [`CurlPart`] so that parts
+//! of one request can be joined by file stem — the only use of a file name in the importer, and only
+//! as a fallback: unpaired parts stay separate probes and each still says what it shows.
+//!
+//! Bodies are read for what they are: a `Status` (with causes), a discovery document (which names
+//! the group/version it describes, and is only ever served with 200), `/version`, or one of the
+//! plain-text bodies the aggregator and the generic API server write (`service unavailable`,
+//! `error trying to reach service: …`, `Too many requests, please try again later.`). Request
+//! headers are never kept, so an `Authorization:` line of a `-v` trace cannot leak into the bundle.
+
+use serde_json::Value;
+
+use crate::bundle::probes::{ClientTool, ProbeKind, ResponseHeaders};
+use crate::bundle::{Probe, ProbeOrigin, ServerVersion};
+
+use super::state::{CurlPart, FileCtx, FileError, Importer, PendingProbe, Yield, truncate};
+use super::status_text::{forbidden_user, status_from_value};
+use super::timeline::{Stamp, parse_http_date};
+use super::trailer::{Trailer, curl_exit_meaning, split_trailer};
+
+/// Plain-text response bodies of the aggregator and the generic API server (REFERENCE §2.2–2.3).
+pub(crate) const KNOWN_PLAIN_BODIES: &[&str] = &[
+    "service unavailable",
+    "error trying to reach service: ",
+    "Too many requests, please try again later.",
+    "Internal Server Error: ",
+    "missing user",
+    "The apiserver is shutting down, please try again later.",
+    "404 page not found",
+];
+
+/// An empty client-output probe of `tool`, read from `file`.
+pub(crate) fn client_probe(tool: ClientTool, file: &FileCtx) -> Probe {
+    Probe::new(ProbeOrigin {
+        kind: ProbeKind::ClientOutput,
+        tool,
+        files: vec![file.shown.clone()],
+    })
+}
+
+/// Whether a status line starts a curl response (`HTTP/2 503`, `< HTTP/1.1 200 OK`).
+pub(crate) fn is_status_line(line: &str) -> bool {
+    let l = line.trim_start_matches("< ");
+    l.starts_with("HTTP/")
+        && l.split_whitespace()
+            .nth(1)
+            .is_some_and(|c| c.len() == 3 && c.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Headers (and maybe a body) as curl `-i`, `-D` or `-v` wrote them.
+pub(crate) fn read_response(
+    imp: &mut Importer,
+    file: &FileCtx,
+    text: &str,
+) -> Result<Yield, FileError> {
+    let mut probe = client_probe(ClientTool::Curl, file);
+    let lines: Vec<&str> = text.lines().collect();
+    let (trailer_start, trailers) = split_trailer(&lines);
+    let mut at = None;
+    let mut body_lines: Vec<&str> = Vec::new();
+    let mut in_headers = false;
+    let mut saw_headers = false;
+    for line in &lines[..trailer_start] {
+        // `curl -v`: `> ` request lines, `< ` response lines (a bare `<`/`>` ends a header block),
+        // `* ` connection notes, `{ `/`} ` TLS notes.
+        if *line == ">" || line.starts_with("> ") {
+            request_line(&mut probe, line.trim_start_matches('>').trim_start());
+            continue;
+        }
+        if line.starts_with("* ") || line.starts_with("{ ") || line.starts_with("} ") {
+            continue;
+        }
+        let verbose = *line == "<" || line.starts_with("< ");
+        let l = if verbose {
+            line[1..].trim_start()
+        } else {
+            line
+        };
+        let l = l.trim_end_matches('\r');
+        if is_status_line(l) {
+            // A later status line (after `100 Continue` or a redirect) replaces the earlier one.
+            probe.status = l.split_whitespace().nth(1).and_then(|c| c.parse().ok());
+            probe.headers = ResponseHeaders::default();
+            in_headers = true;
+            saw_headers = true;
+            body_lines.clear();
+            continue;
+        }
+        if in_headers {
+            if l.trim().is_empty() {
+                in_headers = false;
+                continue;
+            }
+            if let Some(stamp) = header(&mut probe.headers, l) {
+                at = Some(stamp);
+            }
+            continue;
+        }
+        if !verbose {
+            body_lines.push(line);
+        }
+    }
+    if !saw_headers {
+        return Err(FileError::at(1, "curl output without an HTTP status line"));
+    }
+    let body = body_lines.join("\n");
+    let has_body = !body.trim().is_empty();
+    if has_body {
+        read_body(imp, &mut probe, body.trim())?;
+    }
+    apply_trailers(&mut probe, &trailers);
+    let mut pending = PendingProbe::new(probe);
+    pending.at = at;
+    if !has_body && trailers.is_empty() {
+        pending.curl_part = Some((CurlPart::Headers, file.dir.clone(), file.stem.clone()));
+    }
+    imp.probe(pending);
+    Ok(Yield::Used)
+}
+
+/// A body and/or `-w` status line and curl's error and exit lines, without headers.
+pub(crate) fn read_output(
+    imp: &mut Importer,
+    file: &FileCtx,
+    text: &str,
+) -> Result<Yield, FileError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (trailer_start, trailers) = split_trailer(&lines);
+    let body = lines[..trailer_start].join("\n");
+    // Only curl writes `-w` lines and `curl:` errors; a bare body may come from any client.
+    let by_curl = trailers.iter().any(|t| !matches!(t, Trailer::Exit { .. }));
+    let tool = if by_curl {
+        ClientTool::Curl
+    } else {
+        ClientTool::Other
+    };
+    let mut probe = client_probe(tool, file);
+    let has_body = !body.trim().is_empty();
+    if has_body {
+        read_body(imp, &mut probe, body.trim())?;
+    }
+    apply_trailers(&mut probe, &trailers);
+    let only_status_line =
+        !has_body && trailers.len() == 1 && matches!(trailers[0], Trailer::HttpStatus { .. });
+    let mut pending = PendingProbe::new(probe);
+    if only_status_line {
+        pending.curl_part = Some((CurlPart::StatusLine, file.dir.clone(), file.stem.clone()));
+    } else if has_body && trailers.is_empty() {
+        pending.curl_part = Some((CurlPart::Body, file.dir.clone(), file.stem.clone()));
+    }
+    imp.probe(pending);
+    Ok(Yield::Used)
+}
+
+fn request_line(probe: &mut Probe, req: &str) {
+    let mut parts = req.split_whitespace();
+    if let (Some(method), Some(path)) = (parts.next(), parts.next())
+        && probe.method.is_none()
+        && method.bytes().all(|b| b.is_ascii_uppercase())
+        && path.starts_with('/')
+    {
+        probe.method = Some(method.to_string());
+        probe.path = Some(path.to_string());
+    }
+}
+
+/// Record a response header that matters; returns the time of a `Date` header.
+pub(crate) fn header(h: &mut ResponseHeaders, line: &str) -> Option<Stamp> {
+    let (name, value) = line.split_once(':')?;
+    let value = value.trim().to_string();
+    match name.trim().to_ascii_lowercase().as_str() {
+        "retry-after" => h.retry_after = Some(value),
+        "x-kubernetes-pf-flowschema-uid" => h.flow_schema_uid = Some(value),
+        "x-kubernetes-pf-prioritylevel-uid" => h.priority_level_uid = Some(value),
+        "audit-id" => h.audit_id = Some(value),
+        "content-type" => h.content_type = Some(value),
+        "date" => {
+            let stamp = parse_http_date(&value).map(Stamp::Full);
+            h.date = Some(value);
+            return stamp;
+        }
+        _ => {}
+    }
+    None
+}
+
+/// Read a response body into the probe.
+pub(crate) fn read_body(
+    imp: &mut Importer,
+    probe: &mut Probe,
+    body: &str,
+) -> Result<(), FileError> {
+    if !body.starts_with('{') {
+        // The generic API server's 500 names the request: `Internal Server Error: "<URI>": <err>`.
+        if let Some(rest) = body.strip_prefix("Internal Server Error: \"")
+            && let Some((uri, _)) = rest.split_once('"')
+            && uri.starts_with('/')
+        {
+            probe.path.get_or_insert_with(|| uri.to_string());
+        }
+        probe.body = Some(truncate(body, 2048));
+        return Ok(());
+    }
+    let v: Value = serde_json::from_str(body).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or_default();
+        FileError::whole(format!(
+            "malformed JSON response body (line {} of the body): {msg}",
+            e.line()
+        ))
+    })?;
+    if let Some(status) = status_from_value(&v) {
+        probe.user = forbidden_user(&status);
+        if probe.status.is_none() {
+            probe.status = status.code;
+        }
+        probe.status_body = Some(status);
+        return Ok(());
+    }
+    let str_at = |k: &str| v.get(k).and_then(Value::as_str);
+    match str_at("kind") {
+        Some("APIResourceList") => {
+            let gv = str_at("groupVersion").unwrap_or_default();
+            discovery(
+                probe,
+                if gv.contains('/') {
+                    format!("/apis/{gv}")
+                } else {
+                    format!("/api/{gv}")
+                },
+            );
+        }
+        Some("APIGroupList") => discovery(probe, "/apis".into()),
+        Some("APIGroup") => discovery(
+            probe,
+            format!("/apis/{}", str_at("name").unwrap_or_default()),
+        ),
+        Some("APIVersions") => discovery(probe, "/api".into()),
+        _ => {
+            if let (Some(git), Some(major)) = (str_at("gitVersion"), str_at("major")) {
+                imp.bundle
+                    .collection
+                    .server_version
+                    .get_or_insert(ServerVersion {
+                        git_version: git.to_string(),
+                        major: major.to_string(),
+                        minor: str_at("minor").unwrap_or_default().to_string(),
+                    });
+                discovery(probe, "/version".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A discovery document names the request it answers, and is served only with 200.
+fn discovery(probe: &mut Probe, path: String) {
+    probe.method.get_or_insert_with(|| "GET".into());
+    probe.path.get_or_insert(path);
+    probe.status.get_or_insert(200);
+}
+
+/// Apply `-w` status lines, curl errors and exit lines.
+pub(crate) fn apply_trailers(probe: &mut Probe, trailers: &[Trailer]) {
+    for t in trailers {
+        match t {
+            Trailer::HttpStatus { code, seconds } => {
+                // curl reports 000 when no response arrived.
+                if *code != 0 {
+                    probe.status = Some(*code);
+                }
+                if let Some(s) = seconds {
+                    probe.latency_ms = Some(s * 1000.0);
+                }
+            }
+            Trailer::CurlError { code, message } => {
+                probe.error = Some(format!("curl: ({code}) {message}"));
+                probe.exit_code = Some(*code);
+            }
+            Trailer::CurlExit { code, seconds } | Trailer::Exit { code, seconds } => {
+                probe.exit_code = Some(*code);
+                if *code != 0 && probe.error.is_none() {
+                    probe.error = Some(match curl_exit_meaning(*code) {
+                        Some(m) => format!("curl exit {code}: {m}"),
+                        None => format!("exit {code}"),
+                    });
+                }
+                if probe.latency_ms.is_none()
+                    && let Some(s) = seconds
+                {
+                    probe.latency_ms = Some(s * 1000.0);
+                }
+            }
+        }
+    }
+}

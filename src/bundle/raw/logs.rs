@@ -1,0 +1,149 @@
+//! Log excerpts of kube-apiserver, extension API servers and etcd → log hits.
+//!
+//! Every line (and every continuation line, such as the `[-]etcd failed: …` lines under a klog
+//! `healthz.go` header) is matched against the pattern table; matches become [`LogHit`]s, folded into
+//! `log_findings` once the whole import is read. Which process wrote the file is judged from its
+//! content: patterns that only one component writes and a few markers vote, and lines written by
+//! several components (shutdown, request timeouts) take the winner. The file name is never used.
+
+use std::collections::HashMap;
+
+use crate::bundle::observations::Component;
+
+use super::log_lines::{LogFormat, parse_log_line};
+use super::log_patterns::match_message;
+use super::state::{FileCtx, FileError, Importer, LogHit, Yield, truncate};
+use super::timeline::Stamp;
+
+/// etcd's own source packages, as zap's `caller` names them.
+const ETCD_CALLERS: &[&str] = &[
+    "etcdserver/",
+    "embed/",
+    "mvcc/",
+    "wal/",
+    "rafthttp/",
+    "v3rpc/",
+    "backend/",
+    "raft/",
+];
+
+/// Read a log excerpt.
+pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yield, FileError> {
+    let mut votes: HashMap<Component, usize> = HashMap::new();
+    let mut hits: Vec<LogHit> = Vec::new();
+    let mut current: (Option<Stamp>, Option<String>) = (None, None);
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message = match parse_log_line(line) {
+            Some(parsed) => {
+                imp.stamp(parsed.stamp);
+                if written_by_etcd(
+                    parsed.format,
+                    parsed.source.as_deref(),
+                    parsed.logger.as_deref(),
+                ) {
+                    *votes.entry(Component::Etcd).or_default() += 1;
+                }
+                current = (parsed.stamp, parsed.severity);
+                parsed.message
+            }
+            None => line.trim().to_string(),
+        };
+        if let Some(c) = marker_component(line) {
+            *votes.entry(c).or_default() += 1;
+        }
+        for (pattern, fields) in match_message(&message) {
+            if let Some(c) = pattern.component {
+                *votes.entry(c).or_default() += 1;
+            }
+            hits.push(LogHit {
+                pattern,
+                component: pattern.component,
+                severity: current.1.clone(),
+                at: current.0,
+                message: truncate(&message, 1024),
+                fields,
+                origin: file.shown.clone(),
+            });
+        }
+    }
+    let component = winner(&votes);
+    if hits.is_empty() {
+        return Ok(Yield::Nothing(format!(
+            "log of {}: no known error line",
+            component_name(component)
+        )));
+    }
+    for mut h in hits {
+        h.component = h.component.or(Some(component));
+        imp.log_hits.push(h);
+    }
+    Ok(Yield::Used)
+}
+
+fn written_by_etcd(format: LogFormat, source: Option<&str>, logger: Option<&str>) -> bool {
+    match format {
+        LogFormat::Capnslog => true,
+        LogFormat::Json => {
+            logger == Some("raft")
+                || source.is_some_and(|s| ETCD_CALLERS.iter().any(|p| s.starts_with(p)))
+        }
+        LogFormat::Klog | LogFormat::GoLog => false,
+    }
+}
+
+/// The component with the most votes; a tie or no vote is `Unknown`.
+fn winner(votes: &HashMap<Component, usize>) -> Component {
+    let mut ranked: Vec<(Component, usize)> = votes.iter().map(|(c, n)| (*c, *n)).collect();
+    ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
+    match ranked.as_slice() {
+        [] => Component::Unknown,
+        [(c, _)] => *c,
+        [(c, a), (_, b), ..] if a > b => *c,
+        _ => Component::Unknown,
+    }
+}
+
+fn component_name(c: Component) -> &'static str {
+    match c {
+        Component::KubeApiserver => "kube-apiserver",
+        Component::ExtensionApiserver => "an extension API server",
+        Component::Etcd => "etcd",
+        Component::Webhook => "a webhook server",
+        Component::Unknown => "an unidentified component",
+    }
+}
+
+/// Content markers of the component that wrote a log line, beyond the patterns themselves.
+const MARKERS: &[(&str, Component)] = &[
+    ("available_controller.go", Component::KubeApiserver),
+    ("handler_proxy.go", Component::KubeApiserver),
+    ("OpenAPI AggregationController", Component::KubeApiserver),
+    ("httputil: ReverseProxy", Component::KubeApiserver),
+    ("quota admission added evaluator", Component::KubeApiserver),
+    ("dispatcher.go:", Component::KubeApiserver),
+    // Only kube-apiserver serves the core group and stores core types.
+    ("URI=\"/api/", Component::KubeApiserver),
+    ("url:/api/", Component::KubeApiserver),
+    ("cacher *core.", Component::KubeApiserver),
+    ("cacher (*core.", Component::KubeApiserver),
+    (
+        "extension-apiserver-authentication::",
+        Component::ExtensionApiserver,
+    ),
+    (
+        "RequestHeaderAuthRequestController",
+        Component::ExtensionApiserver,
+    ),
+    ("requestheader_controller.go", Component::ExtensionApiserver),
+];
+
+/// The component a raw line points at by its markers, if any.
+fn marker_component(line: &str) -> Option<Component> {
+    MARKERS
+        .iter()
+        .find(|(m, _)| line.contains(m))
+        .map(|(_, c)| *c)
+}

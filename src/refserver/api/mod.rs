@@ -1,0 +1,96 @@
+//! Locally served paths: version, health, metrics, discovery, OpenAPI and resource requests.
+//!
+//! This is the `apiHandler` at the bottom of the filter chain, for everything the aggregator does
+//! not proxy. OpenAPI documents are not served (404): kubectl then skips client-side schema
+//! validation and relies on server-side field validation, which is enough for `kubectl create`.
+
+pub mod discovery;
+pub mod health;
+pub mod patch;
+pub mod rest;
+pub mod select;
+pub mod table;
+pub mod watch;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{HeaderMap, Response};
+
+use super::authn::UserInfo;
+use super::registry;
+use super::request::RequestInfo;
+use super::state::State;
+use super::status::{ApiError, json_response, text_response};
+
+/// Serve a request that is not proxied.
+pub async fn serve(
+    state: &Arc<State>,
+    info: &RequestInfo,
+    headers: &HeaderMap,
+    body: &Bytes,
+    user: &UserInfo,
+) -> Result<Response<Body>, ApiError> {
+    let header = |name: http::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    if info.is_resource {
+        let def = registry::resolve(&state.store, &info.group, &info.version, &info.resource)
+            .ok_or_else(ApiError::path_not_found)?;
+        if info.verb == "watch" {
+            return watch::serve(state, &def, info).await;
+        }
+        let accept = header(http::header::ACCEPT);
+        let content_type = header(http::header::CONTENT_TYPE);
+        let call = rest::Call {
+            info,
+            def: &def,
+            body,
+            content_type: &content_type,
+            accept: &accept,
+            user,
+        };
+        return rest::serve(state, &call).await;
+    }
+    if info.method != "GET" && info.method != "HEAD" {
+        return Err(ApiError::method_not_allowed("", "", &info.method));
+    }
+    let path = info.path.trim_end_matches('/');
+    let verbose = info.query.contains_key("verbose");
+    match path {
+        "/version" => Ok(json_response(200, &health::version(state))),
+        "/metrics" => Ok(text_response(200, state.metrics.render())),
+        "/api" => Ok(json_response(200, &discovery::core_versions(state))),
+        "/apis" => Ok(json_response(200, &discovery::group_list(state))),
+        p if p.starts_with("/healthz")
+            || p.starts_with("/livez")
+            || p.starts_with("/readyz")
+            || p.is_empty() =>
+        {
+            Ok(health::health(
+                state,
+                if p.is_empty() { "/healthz" } else { p },
+                verbose,
+            ))
+        }
+        _ if info.prefix == "api" && !info.version.is_empty() => {
+            discovery::resource_list(state, "", &info.version)
+                .map(|v| json_response(200, &v))
+                .ok_or_else(ApiError::path_not_found)
+        }
+        _ if info.prefix == "apis" && info.version.is_empty() => {
+            discovery::group(state, &info.group)
+                .map(|v| json_response(200, &v))
+                .ok_or_else(ApiError::path_not_found)
+        }
+        _ if info.prefix == "apis" => discovery::resource_list(state, &info.group, &info.version)
+            .map(|v| json_response(200, &v))
+            .ok_or_else(ApiError::path_not_found),
+        _ => Err(ApiError::path_not_found()),
+    }
+}

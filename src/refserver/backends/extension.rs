@@ -1,0 +1,305 @@
+//! A spawned extension API server: discovery of its group/version, list/get/watch of its objects,
+//! delegated authentication of the front proxy, delegated authorization, and the scenario's bad
+//! behaviours (slow, fixed status, wrong or non-APIResourceList discovery, closing watches).
+//!
+//! Authentication is what a generic apiserver with requestheader authentication does: the
+//! `X-Remote-*` headers count only when the client certificate chains to the trusted front-proxy CA
+//! and its CN is `front-proxy-client`; otherwise the request is rejected with 401 (anonymous auth
+//! off). With `frontProxy: ignore` the headers are trusted whatever the certificate.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{Request, Response};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+
+use super::super::authn::forbidden_message;
+use super::super::certs::ServerPki;
+use super::super::request::RequestInfo;
+use super::super::scenario::{
+    Authorize, BackendSpec, Behaviour, DiscoveryBehaviour, ExtensionSpec, FrontProxy,
+};
+use super::super::status::{ApiError, json_response};
+use super::super::tls::{PeerChain, client_identity};
+
+/// The backend.
+pub struct Extension {
+    spec: ExtensionSpec,
+    behaviour: Behaviour,
+    trusted_ca: rustls_pki_types::CertificateDer<'static>,
+    group: String,
+    version: String,
+}
+
+impl Extension {
+    /// Build from a backend spec.
+    ///
+    /// # Errors
+    /// When the spec has no `extension:` (validation prevents it) or names an unknown CA.
+    pub fn new(spec: &BackendSpec, pki: Arc<ServerPki>) -> anyhow::Result<Self> {
+        let ext = spec
+            .extension
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("no extension spec"))?;
+        let trusted_ca = match &spec.behaviour.trusted_front_proxy_ca {
+            Some(name) => pki
+                .cas
+                .get(name)
+                .ok_or_else(|| anyhow::anyhow!("no CA {name}"))?
+                .cert_der
+                .clone(),
+            None => pki.front_proxy_ca.cert_der.clone(),
+        };
+        let (group, version) = ext.group_version.split_once('/').unwrap_or(("", ""));
+        Ok(Extension {
+            group: group.into(),
+            version: version.into(),
+            spec: ext,
+            behaviour: spec.behaviour.clone(),
+            trusted_ca,
+        })
+    }
+
+    fn user(&self, req: &Request<Incoming>, peer: &PeerChain) -> Option<(String, Vec<String>)> {
+        let trusted = match self.behaviour.front_proxy {
+            FrontProxy::Ignore => true,
+            FrontProxy::Verify => peer.as_ref().is_some_and(|chain| {
+                client_identity(
+                    chain,
+                    std::slice::from_ref(&self.trusted_ca),
+                    jiff::Timestamp::now(),
+                )
+                .is_ok_and(|id| id.user == "front-proxy-client")
+            }),
+        };
+        if !trusted {
+            return None;
+        }
+        let user = req
+            .headers()
+            .get("x-remote-user")?
+            .to_str()
+            .ok()?
+            .to_string();
+        let groups = req
+            .headers()
+            .get_all("x-remote-group")
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_string))
+            .collect();
+        Some((user, groups))
+    }
+
+    fn discovery(&self) -> Value {
+        let resources: Vec<Value> = self
+            .spec
+            .resources
+            .iter()
+            .map(|r| json!({"name": r.name, "singularName": r.kind.to_ascii_lowercase(), "namespaced": r.namespaced, "kind": r.kind, "verbs": ["get", "list", "watch"]}))
+            .collect();
+        match self.behaviour.discovery {
+            DiscoveryBehaviour::Normal => {
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": self.spec.group_version, "resources": resources})
+            }
+            DiscoveryBehaviour::WrongGroupVersion => {
+                json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": format!("{}/v0wrong", self.group), "resources": resources})
+            }
+            DiscoveryBehaviour::NotApiResourceList => {
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "message": "this is not a discovery document"})
+            }
+        }
+    }
+
+    fn objects(&self, resource: &str, namespace: &str) -> Vec<Value> {
+        let kind = self
+            .spec
+            .resources
+            .iter()
+            .find(|r| r.name == resource)
+            .map(|r| r.kind.clone())
+            .unwrap_or_default();
+        self.spec
+            .objects
+            .iter()
+            .filter(|o| o["kind"] == kind.as_str())
+            .filter(|o| {
+                namespace.is_empty()
+                    || o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(namespace)
+            })
+            .cloned()
+            .enumerate()
+            .map(|(i, mut o)| {
+                o["apiVersion"] = json!(self.spec.group_version);
+                if o.pointer("/metadata/resourceVersion").is_none() {
+                    o["metadata"]["resourceVersion"] = json!((i + 1).to_string());
+                }
+                if o.pointer("/metadata/creationTimestamp").is_none() {
+                    o["metadata"]["creationTimestamp"] = json!("2026-11-29T08:00:00Z");
+                }
+                o
+            })
+            .collect()
+    }
+
+    async fn handle(&self, req: Request<Incoming>, peer: PeerChain) -> Response<Body> {
+        if self.behaviour.slow_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.behaviour.slow_ms)).await;
+        }
+        let path = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/")
+            .to_string();
+        let info = RequestInfo::parse(req.method().as_str(), &path);
+        if let Some(code) = self.behaviour.status {
+            return match code {
+                401 => ApiError::unauthorized().into_response(),
+                403 => ApiError::forbidden(
+                    forbidden_message("system:anonymous", &info),
+                    &info.name,
+                    &info.group,
+                    &info.resource,
+                )
+                .into_response(),
+                c => ApiError::Status {
+                    code: c,
+                    reason: "",
+                    message: format!("the extension server answers {c}"),
+                    details: None,
+                }
+                .into_response(),
+            };
+        }
+        let Some((user, groups)) = self.user(&req, &peer) else {
+            return ApiError::unauthorized().into_response();
+        };
+        let allowed = match self.behaviour.authorize {
+            Authorize::All => true,
+            Authorize::Masters => groups.iter().any(|g| g == "system:masters"),
+            Authorize::None => false,
+        };
+        if !allowed {
+            return ApiError::forbidden(
+                forbidden_message(&user, &info),
+                &info.name,
+                &info.group,
+                &info.resource,
+            )
+            .into_response();
+        }
+        if !info.is_resource {
+            return match info.path.trim_end_matches('/') {
+                p if p == format!("/apis/{}/{}", self.group, self.version) => {
+                    json_response(200, &self.discovery())
+                }
+                "/healthz" | "/readyz" | "/livez" => {
+                    super::super::status::text_response(200, "ok".into())
+                }
+                _ => ApiError::path_not_found().into_response(),
+            };
+        }
+        if info.group != self.group
+            || info.version != self.version
+            || !self.spec.resources.iter().any(|r| r.name == info.resource)
+        {
+            return ApiError::path_not_found().into_response();
+        }
+        match info.verb.as_str() {
+            "list" => {
+                let items = self.objects(&info.resource, &info.namespace);
+                let kind = self
+                    .spec
+                    .resources
+                    .iter()
+                    .find(|r| r.name == info.resource)
+                    .map(|r| r.kind.clone())
+                    .unwrap_or_default();
+                json_response(
+                    200,
+                    &json!({"kind": format!("{kind}List"), "apiVersion": self.spec.group_version, "metadata": {"resourceVersion": items.len().to_string()}, "items": items}),
+                )
+            }
+            "get" => match self
+                .objects(&info.resource, &info.namespace)
+                .into_iter()
+                .find(|o| {
+                    o.pointer("/metadata/name").and_then(Value::as_str) == Some(info.name.as_str())
+                }) {
+                Some(o) => json_response(200, &o),
+                None => {
+                    ApiError::not_found(&info.group, &info.resource, &info.name).into_response()
+                }
+            },
+            "watch" => self.watch(&info),
+            verb => ApiError::method_not_allowed(&info.group, &info.resource, verb).into_response(),
+        }
+    }
+
+    fn watch(&self, info: &RequestInfo) -> Response<Body> {
+        let rv: usize = info
+            .param("resourceVersion")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let items = self.objects(&info.resource, &info.namespace);
+        let lines: Vec<Bytes> = items
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i >= rv)
+            .map(|(_, o)| Bytes::from(json!({"type": "ADDED", "object": o}).to_string() + "\n"))
+            .collect();
+        let close_after = self
+            .behaviour
+            .close_watches_after_ms
+            .map(Duration::from_millis);
+        let stream = futures::stream::unfold(
+            (lines.into_iter(), close_after, false),
+            |(mut it, close, done)| async move {
+                if done {
+                    return None;
+                }
+                if let Some(l) = it.next() {
+                    return Some((Ok::<_, Infallible>(l), (it, close, false)));
+                }
+                match close {
+                    Some(d) => {
+                        tokio::time::sleep(d).await;
+                        None
+                    }
+                    None => {
+                        std::future::pending::<()>().await;
+                        None
+                    }
+                }
+            },
+        );
+        let mut resp = Response::new(Body::from_stream(stream));
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        resp
+    }
+}
+
+/// The per-connection service.
+pub fn service(
+    backend: Arc<Extension>,
+    peer: PeerChain,
+) -> impl tower::Service<
+    Request<Incoming>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Send,
+> + Clone
++ Send {
+    tower::service_fn(move |req: Request<Incoming>| {
+        let backend = backend.clone();
+        let peer = peer.clone();
+        async move { Ok::<_, Infallible>(backend.handle(req, peer).await) }
+    })
+}

@@ -1,0 +1,230 @@
+//! The filter chain every request goes through, outermost first, as in kube-apiserver 1.30:
+//! request timeout (504 for non-long-running requests past `?timeout=` or the server default) →
+//! authentication (401) → APF (429, PF UID headers on every response) → authorization (403) →
+//! the aggregator proxy for remote APIServices, or the local handlers. Local responses are counted
+//! in `apiserver_request_total` and `apiserver_request_duration_seconds`; APF rejections and
+//! aggregator short-circuits in `apiserver_request_terminations_total` only, as the real captures
+//! show.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response};
+
+use super::aggregator;
+use super::apf::{Classification, record_termination};
+use super::api;
+use super::authn::{authenticate, authorize};
+use super::metrics::{Desc, REQUEST_DURATION_BUCKETS};
+use super::request::RequestInfo;
+use super::state::State;
+use super::status::ApiError;
+use super::tls::PeerChain;
+
+const REQUESTS: Desc = Desc {
+    name: "apiserver_request_total",
+    help: "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+    labels: &[
+        "code",
+        "component",
+        "dry_run",
+        "group",
+        "resource",
+        "scope",
+        "subresource",
+        "verb",
+        "version",
+    ],
+};
+const DURATION: Desc = Desc {
+    name: "apiserver_request_duration_seconds",
+    help: "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
+    labels: &[
+        "component",
+        "dry_run",
+        "group",
+        "resource",
+        "scope",
+        "subresource",
+        "verb",
+        "version",
+    ],
+};
+
+fn parse_go_duration(s: &str) -> Option<Duration> {
+    let (num, unit) = s
+        .find(|c: char| c.is_ascii_alphabetic())
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "s"));
+    let n: f64 = num.parse().ok()?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    Some(Duration::from_secs_f64(secs.max(0.0)))
+}
+
+fn pf_headers(resp: &mut Response<Body>, class: &Classification) {
+    if class.flow_schema_uid.is_empty() {
+        return;
+    }
+    if let (Ok(fs), Ok(pl)) = (
+        HeaderValue::from_str(&class.flow_schema_uid),
+        HeaderValue::from_str(&class.priority_level_uid),
+    ) {
+        resp.headers_mut()
+            .insert("x-kubernetes-pf-flowschema-uid", fs);
+        resp.headers_mut()
+            .insert("x-kubernetes-pf-prioritylevel-uid", pl);
+    }
+}
+
+fn record(state: &State, info: &RequestInfo, code: u16, started: Instant) {
+    let verb = info.metric_verb();
+    let dry_run = if info.dry_run() { "All" } else { "" };
+    let sub = info.metric_subresource();
+    let scope = info.metric_scope();
+    state.metrics.inc(
+        &REQUESTS,
+        &[
+            &code.to_string(),
+            "apiserver",
+            dry_run,
+            &info.group,
+            &info.resource,
+            scope,
+            &sub,
+            &verb,
+            &info.version,
+        ],
+    );
+    state.metrics.observe(
+        &DURATION,
+        REQUEST_DURATION_BUCKETS,
+        &[
+            "apiserver",
+            dry_run,
+            &info.group,
+            &info.resource,
+            scope,
+            &sub,
+            &verb,
+            &info.version,
+        ],
+        started.elapsed().as_secs_f64(),
+    );
+}
+
+/// Handle one request whose body has been read.
+pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> Response<Body> {
+    let started = Instant::now();
+    let path_and_query = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    let info = RequestInfo::parse(req.method().as_str(), &path_and_query);
+    let user = match authenticate(&state, req.headers(), &peer) {
+        Ok(u) => u,
+        Err(e) => return e.into_response(),
+    };
+    if info.is_long_running() {
+        return inner(state, req, info, user, path_and_query, started).await;
+    }
+    let limit = info
+        .param("timeout")
+        .and_then(parse_go_duration)
+        .unwrap_or(Duration::from_secs(
+            state.scenario.server.request_timeout_seconds,
+        ));
+    let fut = inner(
+        state.clone(),
+        req,
+        info.clone(),
+        user,
+        path_and_query,
+        started,
+    );
+    match tokio::time::timeout(limit, fut).await {
+        Ok(resp) => resp,
+        Err(_) => {
+            record_termination(&state.metrics, &info, 504, "apiserver");
+            record(&state, &info, 504, started);
+            ApiError::request_timeout().into_response()
+        }
+    }
+}
+
+async fn inner(
+    state: Arc<State>,
+    req: Request<Bytes>,
+    info: RequestInfo,
+    user: super::authn::UserInfo,
+    path_and_query: String,
+    started: Instant,
+) -> Response<Body> {
+    let seat = match state
+        .apf
+        .admit(&state.store, &state.metrics, &user, &info)
+        .await
+    {
+        Ok(seat) => seat,
+        Err(rejection) => {
+            let mut resp =
+                ApiError::plain(429, "Too many requests, please try again later.").into_response();
+            resp.headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            pf_headers(&mut resp, &rejection.class);
+            return resp;
+        }
+    };
+    if let Err(e) = authorize(&state, &user, &info) {
+        let mut resp = e.into_response();
+        pf_headers(&mut resp, &seat.class);
+        return resp;
+    }
+    let (parts, body) = req.into_parts();
+    if let Some(apiservice) = aggregator::remote_for(&state, &info) {
+        let mut resp = aggregator::proxy(
+            &state,
+            &apiservice,
+            &info,
+            &path_and_query,
+            &parts.headers,
+            body,
+            &user,
+        )
+        .await;
+        pf_headers(&mut resp, &seat.class);
+        return resp;
+    }
+    let mut resp = match api::serve(&state, &info, &parts.headers, &body, &user).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    record(&state, &info, resp.status().as_u16(), started);
+    // The seat is held until the response head is ready; a watch's stream runs on without it,
+    // as APF only counts a watch's initial stage.
+    pf_headers(&mut resp, &seat.class);
+    resp
+}
+
+/// Read a request body into memory (requests to the API are small; watches have none).
+pub async fn collect<B>(req: Request<B>) -> Request<Bytes>
+where
+    B: http_body::Body,
+{
+    use http_body_util::BodyExt;
+    let (parts, body) = req.into_parts();
+    let bytes = body
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    Request::from_parts(parts, bytes)
+}

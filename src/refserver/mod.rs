@@ -1,0 +1,305 @@
+//! The reference apiserver/aggregator core (DESIGN §3): an HTTPS server that behaves like
+//! kube-apiserver 1.30 with its aggregator on the extension paths, loaded from a scenario, so that
+//! extension-path failures happen for real and extpath can be tested end to end without a cluster.
+//!
+//! [`RefServer::start`] generates the PKI, spawns the scenario's backends, loads the objects, starts
+//! the availability controller and serves HTTPS on 127.0.0.1 (an ephemeral port unless one is
+//! given). The same request handling is a `tower::Service` ([`RunningServer::service`]) that
+//! `kube::Client::new` accepts, for in-process tests without a socket.
+//!
+//! This module never imports `crate::engine`: a server that knew the verdicts would make every
+//! replay test circular. The scenario's `expect:` block is data it does not read.
+
+pub mod admission;
+pub mod aggregator;
+pub mod apf;
+pub mod api;
+pub mod authn;
+pub mod backends;
+pub mod certs;
+pub mod controllers;
+pub mod conversion;
+pub mod etcd;
+pub mod handler;
+pub mod kubeconfig;
+pub mod metrics;
+pub mod network;
+pub mod registry;
+pub mod request;
+pub mod scenario;
+pub mod state;
+pub mod status;
+pub mod storage;
+pub mod store;
+pub mod tls;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
+
+use anyhow::Context as _;
+use axum::body::Body;
+use http::{HeaderValue, Request, Response};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use kubeconfig::ClientAuth;
+pub use scenario::{Scenario, ScenarioError};
+
+use backends::Backends;
+use certs::ServerPki;
+use state::State;
+use tls::PeerChain;
+
+/// How to start a server.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StartOptions {
+    /// Port on 127.0.0.1 (0 = ephemeral).
+    pub port: u16,
+}
+
+/// Entry point.
+#[derive(Debug)]
+pub struct RefServer;
+
+impl RefServer {
+    /// Start a server for a (validated) scenario.
+    ///
+    /// # Errors
+    /// When a port cannot be bound, a certificate cannot be generated or an object cannot be loaded.
+    pub async fn start(scenario: Scenario, options: StartOptions) -> anyhow::Result<RunningServer> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let pki = Arc::new(ServerPki::generate(&scenario).context("generating certificates")?);
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let backends = Backends::spawn(&scenario, &pki, &shutdown_rx).await?;
+        let etcd_spec = scenario.faults.etcd.clone();
+        let state = Arc::new(State::new(scenario, pki.clone(), backends.ports()));
+        controllers::load_initial(&state).map_err(|e| anyhow::anyhow!("loading objects: {e}"))?;
+        let listener = TcpListener::bind(("127.0.0.1", options.port))
+            .await
+            .with_context(|| format!("binding 127.0.0.1:{}", options.port))?;
+        let addr = listener.local_addr()?;
+        let _ = state.listen_addr.set(addr);
+        let config = Arc::new(RwLock::new(tls::server_config(&pki.serving)?));
+        let mut tasks = Vec::new();
+        let serving_state = state.clone();
+        tasks.push(tokio::spawn(tls::serve(
+            listener,
+            config,
+            move |peer| RefService {
+                state: serving_state.clone(),
+                peer,
+                default_auth: None,
+            },
+            shutdown_rx.clone(),
+        )));
+        tasks.push(tokio::spawn(aggregator::available::run(
+            state.clone(),
+            shutdown_rx.clone(),
+        )));
+        let mut etcd_addr = None;
+        if let Some(spec) = etcd_spec {
+            let l = TcpListener::bind("127.0.0.1:0")
+                .await
+                .context("binding the etcd metrics port")?;
+            etcd_addr = Some(l.local_addr()?);
+            tasks.push(tokio::spawn(etcd::serve(l, spec, shutdown_rx.clone())));
+        }
+        Ok(RunningServer {
+            state,
+            addr,
+            shutdown,
+            tasks,
+            backends,
+            etcd_addr,
+        })
+    }
+}
+
+/// A running server.
+pub struct RunningServer {
+    state: Arc<State>,
+    addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    backends: Backends,
+    etcd_addr: Option<SocketAddr>,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("addr", &self.addr)
+            .field("backends", &self.backends)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunningServer {
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// PEM of the CA that signed the serving certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.state.pki.serving_ca.cert_pem
+    }
+
+    /// The admin's bearer token (`system:masters`).
+    pub fn admin_token(&self) -> &str {
+        &self.state.admin_token
+    }
+
+    /// A user's client certificate and key PEM (`admin`, or a scenario user with
+    /// `clientCertificate: true`).
+    pub fn client_certificate(&self, user: &str) -> Option<(&str, &str)> {
+        self.state
+            .pki
+            .user_certs
+            .get(user)
+            .map(|c| (c.cert_pem.as_str(), c.key_pem.as_str()))
+    }
+
+    /// A kubeconfig for the admin.
+    pub fn kubeconfig(&self, auth: ClientAuth) -> String {
+        let cert = match auth {
+            ClientAuth::Token => None,
+            ClientAuth::Cert => self.client_certificate("admin"),
+        };
+        kubeconfig::render(&self.url(), self.ca_pem(), self.admin_token(), cert)
+    }
+
+    /// The in-process service, authenticated as admin unless a request carries its own
+    /// `Authorization` header.
+    pub fn service(&self) -> RefService {
+        RefService {
+            state: self.state.clone(),
+            peer: None,
+            default_auth: HeaderValue::from_str(&format!("Bearer {}", self.state.admin_token)).ok(),
+        }
+    }
+
+    /// The current `/metrics` text.
+    pub fn metrics_text(&self) -> String {
+        self.state.metrics.render()
+    }
+
+    /// `http://127.0.0.1:<port>` of the etcd metrics endpoint, when the scenario has one.
+    pub fn etcd_url(&self) -> Option<String> {
+        self.etcd_addr.map(|a| format!("http://{a}"))
+    }
+
+    /// Loopback port of a backend.
+    pub fn backend_port(&self, name: &str) -> Option<u16> {
+        self.state.backend_ports.get(name).copied()
+    }
+
+    /// Serve a new certificate from a running backend (new connections).
+    ///
+    /// # Errors
+    /// Unknown or down backend.
+    pub fn replace_backend_certificate(
+        &self,
+        name: &str,
+        spec: &scenario::CertSpec,
+    ) -> anyhow::Result<()> {
+        self.backends
+            .replace_certificate(name, &self.state.pki, spec)
+    }
+
+    /// Let storage operations held by a `hold: true` fault proceed.
+    pub fn release_held(&self) {
+        self.state.release.send_replace(true);
+    }
+
+    /// Drop all watch history (later watches from an older resourceVersion get 410).
+    pub fn compact(&self) {
+        self.state.store.compact();
+    }
+
+    /// Run one availability-controller pass now.
+    pub async fn sync_availability(&self) {
+        aggregator::available::sync_all(&self.state).await;
+    }
+
+    /// The scenario this server runs.
+    pub fn scenario(&self) -> &Scenario {
+        &self.state.scenario
+    }
+
+    /// Stop serving, stop the backends and the controller.
+    pub async fn shutdown(mut self) {
+        self.stop();
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+    }
+
+    fn stop(&mut self) {
+        self.shutdown.send_replace(true);
+        self.backends.abort();
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.stop();
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The server's request handling as a `tower::Service`.
+#[derive(Clone)]
+pub struct RefService {
+    state: Arc<State>,
+    peer: PeerChain,
+    default_auth: Option<HeaderValue>,
+}
+
+impl std::fmt::Debug for RefService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RefService").finish_non_exhaustive()
+    }
+}
+
+impl<B> tower::Service<Request<B>> for RefService
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Send,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
+        let state = self.state.clone();
+        let peer = self.peer.clone();
+        if let Some(auth) = &self.default_auth
+            && !req.headers().contains_key(http::header::AUTHORIZATION)
+        {
+            req.headers_mut()
+                .insert(http::header::AUTHORIZATION, auth.clone());
+        }
+        Box::pin(async move {
+            let req = handler::collect(req).await;
+            Ok(handler::handle(state, req, peer).await)
+        })
+    }
+}

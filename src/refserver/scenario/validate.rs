@@ -1,0 +1,249 @@
+//! Phase two of scenario loading: what the types cannot check.
+//!
+//! References (a CA named in a certificate or `${ca:NAME}`, a backend named in `network`), unique
+//! names, supported object kinds, expected classes. The typed model has no positions, so the line
+//! of a problem is found by searching the text for the offending value; that is precise enough for
+//! a human and never wrong about the file.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::{API_VERSION, BackendKind, CLASSES, KIND, Scenario};
+use crate::refserver::registry;
+
+/// A scenario that could not be loaded: one line, `file:line: message`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}{}: {message}", if *.line > 0 { format!(":{}", .line) } else { String::new() })]
+pub struct ScenarioError {
+    /// File.
+    pub path: String,
+    /// 1-based line (0 when unknown).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The first line that contains `needle` (1-based), or 0.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .unwrap_or(0)
+}
+
+/// Every `${ca:NAME}` reference inside a JSON value.
+pub(crate) fn ca_refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => {
+            let mut rest = s.as_str();
+            while let Some(i) = rest.find("${ca:") {
+                let after = &rest[i + 5..];
+                if let Some(end) = after.find('}') {
+                    out.push(after[..end].to_string());
+                    rest = &after[end..];
+                } else {
+                    break;
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| ca_refs(x, out)),
+        Value::Object(m) => m.values().for_each(|x| ca_refs(x, out)),
+        _ => {}
+    }
+}
+
+const BUILTIN_KINDS: &[(&str, &str)] = &[
+    ("v1", "ConfigMap"),
+    ("v1", "Endpoints"),
+    ("v1", "Event"),
+    ("v1", "Namespace"),
+    ("v1", "Pod"),
+    ("v1", "Service"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io/v1", "APIService"),
+    ("discovery.k8s.io/v1", "EndpointSlice"),
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"),
+    (
+        "flowcontrol.apiserver.k8s.io/v1",
+        "PriorityLevelConfiguration",
+    ),
+];
+
+pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), ScenarioError> {
+    let err = |needle: &str, message: String| ScenarioError {
+        path: path.into(),
+        line: line_of(text, needle),
+        message,
+    };
+    if s.api_version != API_VERSION || s.kind != KIND {
+        return Err(err(
+            "apiVersion",
+            format!(
+                "expected apiVersion {API_VERSION:?}, kind {KIND:?}, found {:?}, {:?}",
+                s.api_version, s.kind
+            ),
+        ));
+    }
+    if let Some(now) = &s.now
+        && now.parse::<jiff::Timestamp>().is_err()
+    {
+        return Err(err("now:", format!("now: {now:?} is not an RFC 3339 time")));
+    }
+    let mut cas: BTreeSet<&str> = BTreeSet::new();
+    for ca in &s.cas {
+        if !cas.insert(ca.as_str()) || ca == "selfSigned" {
+            return Err(err(
+                ca,
+                format!("CA {ca:?} is defined twice or uses a reserved name"),
+            ));
+        }
+    }
+    let mut users = BTreeSet::new();
+    for u in &s.users {
+        if !users.insert(u.name.as_str()) || u.name == "admin" {
+            return Err(err(
+                &format!("name: {}", u.name),
+                format!("user {:?} is defined twice (admin is built in)", u.name),
+            ));
+        }
+    }
+    let mut backends = BTreeSet::new();
+    for b in &s.backends {
+        let at = format!("name: {}", b.name);
+        if !backends.insert(b.name.as_str()) {
+            return Err(err(&at, format!("backend {:?} is defined twice", b.name)));
+        }
+        if b.certificate.issuer != "selfSigned" && !cas.contains(b.certificate.issuer.as_str()) {
+            return Err(err(
+                &format!("issuer: {}", b.certificate.issuer),
+                format!(
+                    "backend {:?}: issuer {:?} is not a CA in `cas` (or selfSigned)",
+                    b.name, b.certificate.issuer
+                ),
+            ));
+        }
+        if b.certificate.names.is_empty() {
+            return Err(err(
+                &at,
+                format!("backend {:?}: certificate has no names", b.name),
+            ));
+        }
+        if let Some(ca) = &b.behaviour.trusted_front_proxy_ca
+            && !cas.contains(ca.as_str())
+        {
+            return Err(err(
+                ca,
+                format!(
+                    "backend {:?}: trustedFrontProxyCa {ca:?} is not a CA in `cas`",
+                    b.name
+                ),
+            ));
+        }
+        match (b.kind, &b.extension) {
+            (BackendKind::Extension, None) => {
+                return Err(err(
+                    &at,
+                    format!("backend {:?}: an extension needs `extension:`", b.name),
+                ));
+            }
+            (BackendKind::Extension, Some(e)) if !e.group_version.contains('/') => {
+                return Err(err(
+                    &e.group_version,
+                    format!(
+                        "backend {:?}: groupVersion {:?} is not group/version",
+                        b.name, e.group_version
+                    ),
+                ));
+            }
+            (BackendKind::AdmissionWebhook | BackendKind::ConversionWebhook, Some(_)) => {
+                return Err(err(
+                    &at,
+                    format!("backend {:?}: `extension:` is only for extensions", b.name),
+                ));
+            }
+            _ => {}
+        }
+    }
+    for (addr, backend) in &s.network {
+        if !backends.contains(backend.as_str()) {
+            return Err(err(
+                addr,
+                format!("network: {addr} maps to {backend:?}, which is not a backend"),
+            ));
+        }
+    }
+    let crd_kinds: Vec<(String, String)> = s
+        .objects
+        .iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition")
+        .flat_map(|crd| {
+            registry::crd_resources(crd)
+                .into_iter()
+                .map(|d| (d.api_version(), d.kind))
+        })
+        .collect();
+    for (i, o) in s.objects.iter().enumerate() {
+        let api_version = o["apiVersion"].as_str().unwrap_or_default();
+        let kind = o["kind"].as_str().unwrap_or_default();
+        let name = o
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let needle = if name.is_empty() {
+            kind.to_string()
+        } else {
+            format!("name: {name}")
+        };
+        if api_version.is_empty() || kind.is_empty() || name.is_empty() {
+            return Err(err(
+                &needle,
+                format!("objects[{i}]: needs apiVersion, kind and metadata.name"),
+            ));
+        }
+        let known = BUILTIN_KINDS
+            .iter()
+            .any(|(a, k)| *a == api_version && *k == kind)
+            || crd_kinds.iter().any(|(a, k)| a == api_version && k == kind);
+        if !known {
+            return Err(err(
+                &format!("kind: {kind}"),
+                format!("objects[{i}]: {api_version} {kind} is not a kind this server serves"),
+            ));
+        }
+        let mut refs = Vec::new();
+        ca_refs(o, &mut refs);
+        if let Some(missing) = refs.iter().find(|r| !cas.contains(r.as_str())) {
+            return Err(err(
+                &format!("${{ca:{missing}}}"),
+                format!("objects[{i}]: ${{ca:{missing}}} names no CA in `cas`"),
+            ));
+        }
+    }
+    for (subject, class) in &s.expect {
+        if !CLASSES.contains(&class.as_str()) {
+            return Err(err(
+                subject,
+                format!(
+                    "expect: {class:?} is not a class (one of {})",
+                    CLASSES.join(", ")
+                ),
+            ));
+        }
+        if !subject.contains('/') {
+            return Err(err(
+                subject,
+                format!("expect: subject {subject:?} is not Kind/name"),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! The state one running reference server shares between its handlers, controllers and backends.
+//!
+//! It owns nothing clever: the validated scenario, the store, the metrics registry, the PKI, the
+//! authentication tables, the loopback ports of spawned backends, the APF dispatcher and the gate
+//! that holds faulted storage operations. Behaviour lives in the modules that use it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use sha2::Digest;
+use tokio::sync::watch;
+
+use super::apf::Apf;
+use super::authn::UserInfo;
+use super::certs::ServerPki;
+use super::metrics::Registry;
+use super::scenario::{Rule, Scenario};
+use super::store::Store;
+
+/// Shared state.
+pub struct State {
+    /// The validated scenario.
+    pub scenario: Scenario,
+    /// Objects.
+    pub store: Store,
+    /// Metrics.
+    pub metrics: std::sync::Arc<Registry>,
+    /// Certificates.
+    pub pki: std::sync::Arc<ServerPki>,
+    /// Bearer token → user.
+    pub tokens: HashMap<String, UserInfo>,
+    /// User → allow rules.
+    pub rules: HashMap<String, Vec<Rule>>,
+    /// The admin's bearer token.
+    pub admin_token: String,
+    /// Backend name → loopback port (a closed port for `down` backends).
+    pub backend_ports: BTreeMap<String, u16>,
+    /// APF.
+    pub apf: Apf,
+    /// Held storage operations wait until this turns true.
+    pub release: watch::Sender<bool>,
+    /// Server start.
+    pub started: Instant,
+    /// The address the server listens on (`127.0.0.1:port`), once known.
+    pub listen_addr: std::sync::OnceLock<std::net::SocketAddr>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("scenario", &self.scenario.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl State {
+    /// Build the state (no tasks started).
+    pub fn new(
+        scenario: Scenario,
+        pki: std::sync::Arc<ServerPki>,
+        backend_ports: BTreeMap<String, u16>,
+    ) -> Self {
+        // Unique per start and never written anywhere but the kubeconfig.
+        let admin_token =
+            hex(&sha2::Sha256::digest(pki.serving_ca.cert_pem.as_bytes()))[..32].to_string();
+        let mut tokens = HashMap::new();
+        tokens.insert(
+            admin_token.clone(),
+            UserInfo {
+                name: "admin".into(),
+                groups: vec!["system:masters".into()],
+            },
+        );
+        let mut rules = HashMap::new();
+        for u in &scenario.users {
+            if let Some(t) = &u.token {
+                tokens.insert(
+                    t.clone(),
+                    UserInfo {
+                        name: u.name.clone(),
+                        groups: u.groups.clone(),
+                    },
+                );
+            }
+            rules.insert(u.name.clone(), u.allow.clone());
+        }
+        let (release, _) = watch::channel(false);
+        State {
+            store: Store::new(scenario.server.watch_history),
+            apf: Apf::new(scenario.server.server_concurrency_limit),
+            scenario,
+            metrics: std::sync::Arc::new(Registry::default()),
+            pki,
+            tokens,
+            rules,
+            admin_token,
+            backend_ports,
+            release,
+            started: Instant::now(),
+            listen_addr: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,336 @@
+//! `import --raw` on the kinds and shapes the real captures do not show (other versions, other
+//! clients, other components), built here from their documented formats.
+
+use std::path::Path;
+
+use extpath::bundle::observations::{Component, HealthEndpoint};
+use extpath::bundle::{EvidenceBundle, MetricTarget, ObjectRef, TimeBasis};
+use extpath::pki::generate::{LeafSpec, TestCa, Validity};
+
+fn import_dir(dir: &Path) -> EvidenceBundle {
+    extpath::bundle::raw::import_paths_at(
+        &[dir.to_path_buf()],
+        "2030-01-01T00:00:00Z".parse().unwrap(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn write(dir: &Path, name: &str, content: impl AsRef<[u8]>) {
+    std::fs::write(dir.join(name), content).unwrap();
+}
+
+#[test]
+fn yaml_objects_of_older_api_versions_get_their_own_defaults() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "a",
+        r#"apiVersion: admissionregistration.k8s.io/v1beta1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: legacy
+webhooks:
+- name: legacy.example.com
+  clientConfig:
+    service: {namespace: hooks, name: legacy}
+---
+apiVersion: events.k8s.io/v1
+kind: Event
+metadata: {name: e1, namespace: hooks, creationTimestamp: "2026-03-01T10:00:00Z"}
+regarding: {kind: Pod, name: legacy-0, namespace: hooks}
+reason: BackOff
+note: Back-off restarting failed container
+type: Warning
+eventTime: "2026-03-01T10:00:05.000000Z"
+series: {count: 7, lastObservedTime: "2026-03-01T10:05:00.000000Z"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ignored, namespace: hooks}
+"#,
+    );
+    let b = import_dir(tmp.path());
+    let w = &b.webhooks[0];
+    // admissionregistration v1beta1 defaults: Ignore and 30 s (v1 would be Fail and 10 s).
+    assert_eq!(w.failure_policy, "Ignore");
+    assert_eq!(w.effective_timeout_seconds, 30);
+    let e = &b.events[0];
+    assert_eq!((e.reason.as_str(), e.count), ("BackOff", 7));
+    assert_eq!(e.message, "Back-off restarting failed container");
+    assert_eq!(
+        e.involved,
+        ObjectRef::namespaced("Pod", "hooks", "legacy-0")
+    );
+    assert_eq!(
+        b.collection.collected_at.unwrap().to_string(),
+        "2026-03-01T10:05:00Z"
+    );
+}
+
+#[test]
+fn an_object_supplied_twice_is_kept_once_at_its_later_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let api_service = |rv: u32, status: &str| {
+        format!(
+            r#"{{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService",
+            "metadata":{{"name":"v1beta1.metrics.k8s.io","resourceVersion":"{rv}"}},
+            "spec":{{"group":"metrics.k8s.io","version":"v1beta1","groupPriorityMinimum":100,"versionPriority":100,
+                     "service":{{"namespace":"kube-system","name":"metrics-server","port":443}}}},
+            "status":{{"conditions":[{{"type":"Available","status":"{status}","reason":"X"}}]}}}}"#
+        )
+    };
+    // The later copy sorts first by name: the version decides, not the order.
+    write(tmp.path(), "a.json", api_service(900, "False"));
+    write(tmp.path(), "b.json", api_service(100, "True"));
+    let b = import_dir(tmp.path());
+    assert_eq!(b.api_services.len(), 1);
+    assert_eq!(b.api_services[0].available().unwrap().status, "False");
+}
+
+#[test]
+fn curl_verbose_output_keeps_the_request_line_and_drops_request_headers() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "x",
+        "*   Trying 127.0.0.1:6443...\n* Connected to 127.0.0.1 (127.0.0.1) port 6443\n\
+         > GET /apis/metrics.k8s.io/v1beta1 HTTP/2\n> Host: 127.0.0.1:6443\n\
+         > Authorization: Bearer sekret-token-value\n> Accept: */*\n>\n\
+         < HTTP/2 503\n< content-type: text/plain; charset=utf-8\n\
+         < date: Tue, 03 Mar 2026 10:00:00 GMT\n<\n\
+         error trying to reach service: dial tcp 10.0.0.7:4443: i/o timeout\n",
+    );
+    let b = import_dir(tmp.path());
+    let p = &b.probes[0];
+    assert_eq!(p.method.as_deref(), Some("GET"));
+    assert_eq!(p.status, Some(503));
+    assert_eq!(
+        p.target,
+        Some(ObjectRef::cluster("APIService", "v1beta1.metrics.k8s.io"))
+    );
+    assert_eq!(
+        p.body.as_deref(),
+        Some("error trying to reach service: dial tcp 10.0.0.7:4443: i/o timeout")
+    );
+    assert!(!b.to_yaml().unwrap().contains("sekret-token-value"));
+    assert_eq!(
+        b.collection.collected_at.unwrap().to_string(),
+        "2026-03-03T10:00:00Z"
+    );
+}
+
+#[test]
+fn etcd_health_and_structured_kubectl_traces_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "1",
+        "127.0.0.1:2379 is unhealthy: failed to commit proposal: context deadline exceeded\nError: unhealthy cluster\n",
+    );
+    write(
+        tmp.path(),
+        "2",
+        r#"{"health":"false","reason":"RAFT NO LEADER"}"#,
+    );
+    write(
+        tmp.path(),
+        "3",
+        r#"I0303 10:00:01.000001   77 round_trippers.go:632] "Response" verb="GET" url="https://127.0.0.1:6443/apis/metrics.k8s.io/v1beta1" status="503 Service Unavailable" milliseconds=2
+"#,
+    );
+    let b = import_dir(tmp.path());
+    let etcd: Vec<_> = b
+        .health_checks
+        .iter()
+        .filter(|h| h.endpoint == HealthEndpoint::EtcdHealth)
+        .collect();
+    assert_eq!(etcd.len(), 2);
+    assert!(etcd.iter().all(|h| !h.ok));
+    assert!(
+        etcd.iter()
+            .any(|h| h.target.as_deref() == Some("127.0.0.1:2379"))
+    );
+    assert!(
+        etcd.iter()
+            .any(|h| h.error.as_deref() == Some("RAFT NO LEADER"))
+    );
+    assert_eq!(b.probes[0].status, Some(503));
+    // Nothing is dated but a klog line: its year is the import's.
+    assert_eq!(b.collection.collected_at_basis, Some(TimeBasis::Evidence));
+    assert_eq!(
+        b.collection.collected_at.unwrap().to_string(),
+        "2030-03-03T10:00:01.000001Z"
+    );
+}
+
+#[test]
+fn etcd_logs_are_told_from_their_content_and_klog_years_roll_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "etcd",
+        "2026-12-31 23:58:00.000001 W | etcdserver: read-only range request \"key:\\\"/registry/pods\\\" \" with result \"range_response_count:1\" took too long (1.234s) to execute\n\
+         {\"level\":\"warn\",\"ts\":\"2026-12-31T23:59:00.000Z\",\"caller\":\"etcdserver/raft.go:369\",\"msg\":\"failed to send out heartbeat on time\",\"to\":\"abc\"}\n",
+    );
+    write(
+        tmp.path(),
+        "kas",
+        "E0101 00:00:02.000000   1 wrap.go:53] timeout or abort while handling: method=GET URI=\"/api/v1/pods\" audit-ID=\"x\"\n",
+    );
+    let b = import_dir(tmp.path());
+    let slow = b
+        .log_findings
+        .iter()
+        .find(|f| f.pattern == "etcd-slow-request")
+        .unwrap();
+    assert_eq!(slow.component, Component::Etcd);
+    assert_eq!(slow.fields["took"], "1.234s");
+    let late = b
+        .log_findings
+        .iter()
+        .find(|f| f.pattern == "etcd-heartbeat-late")
+        .unwrap();
+    assert_eq!(late.component, Component::Etcd);
+    let abort = b
+        .log_findings
+        .iter()
+        .find(|f| f.pattern == "request-timeout-or-abort")
+        .unwrap();
+    assert_eq!(abort.component, Component::KubeApiserver);
+    // January klog next to December evidence is in the next year.
+    assert_eq!(
+        abort.first_seen.unwrap().to_string(),
+        "2027-01-01T00:00:02Z"
+    );
+    assert_eq!(
+        b.collection.collected_at.unwrap().to_string(),
+        "2027-01-01T00:00:02Z"
+    );
+}
+
+#[test]
+fn of_two_dumps_of_one_apiserver_the_later_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = |n: u32| {
+        format!(
+            "# TYPE aggregator_unavailable_apiservice gauge\naggregator_unavailable_apiservice{{name=\"v1.\"}} 0\n\
+             # TYPE apiserver_request_total counter\napiserver_request_total{{code=\"200\"}} {n}\n\
+             # TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7e+09\n"
+        )
+    };
+    write(tmp.path(), "a", dump(500));
+    write(tmp.path(), "b", dump(20));
+    let b = import_dir(tmp.path());
+    let m = b.metrics_for(MetricTarget::Apiserver).unwrap();
+    assert!(m.origin.ends_with("a"), "{}", m.origin);
+    assert_eq!(b.metrics.len(), 1);
+    assert!(
+        b.gaps
+            .iter()
+            .any(|g| g.source.ends_with("b") && g.detail.contains("second kube-apiserver"))
+    );
+}
+
+#[test]
+fn a_served_leaf_is_judged_at_the_collection_time_not_now() {
+    let collected: jiff::Timestamp = "2026-11-29T08:42:19Z".parse().unwrap();
+    let ca = TestCa::new("hooks-ca", Validity::around(collected, 400, 3650)).unwrap();
+    let leaf = ca
+        .issue(&LeafSpec::server(
+            &["hook.hooks.svc"],
+            Validity::expired_at(collected),
+        ))
+        .unwrap();
+    let cfg = k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("hooks".into()),
+            ..Default::default()
+        },
+        webhooks: Some(vec![
+            k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
+                name: "check.hooks.example.com".into(),
+                client_config: k8s_openapi::api::admissionregistration::v1::WebhookClientConfig {
+                    ca_bundle: Some(k8s_openapi::ByteString(ca.cert_pem.clone().into_bytes())),
+                    service: Some(
+                        k8s_openapi::api::admissionregistration::v1::ServiceReference {
+                            namespace: "hooks".into(),
+                            name: "hook".into(),
+                            ..Default::default()
+                        },
+                    ),
+                    url: None,
+                },
+                side_effects: "None".into(),
+                admission_review_versions: vec!["v1".into()],
+                ..Default::default()
+            },
+        ]),
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "cfg", serde_json::to_string(&cfg).unwrap());
+    write(tmp.path(), "leaf", &leaf.cert_pem);
+    write(
+        tmp.path(),
+        "hdr",
+        "HTTP/1.1 500 Internal Server Error\r\ndate: Sun, 29 Nov 2026 08:42:19 GMT\r\n\r\n",
+    );
+    let b = import_dir(tmp.path());
+    let c = b
+        .certificates
+        .iter()
+        .find(|c| c.subject == "CN=hook.hooks.svc")
+        .unwrap();
+    assert_eq!(
+        c.origin.owner,
+        Some(ObjectRef::cluster(
+            "ValidatingWebhook",
+            "check.hooks.example.com"
+        ))
+    );
+    let v = c.verification.as_ref().unwrap();
+    assert_eq!(v.at, collected);
+    assert!(
+        v.error.as_deref().unwrap().starts_with("x509: certificate has expired or is not yet valid: current time 2026-11-29T08:42:19Z is after"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn apf_dumps_of_newer_releases_and_version_documents_are_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "pl",
+        "PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing, WaitingRequests, ExecutingRequests, DispatchedRequests, RejectedRequests, TimedoutRequests, CancelledRequests\n\
+         workload-low,      3,            false,  false,       41,              20,                9000,               310,              0,                0\n\
+         exempt,            <none>,       <none>, <none>,      <none>,          <none>,            <none>,             <none>,           <none>,           <none>\n",
+    );
+    write(
+        tmp.path(),
+        "v",
+        r#"{"major":"1","minor":"31","gitVersion":"v1.31.4","platform":"linux/amd64"}"#,
+    );
+    let b = import_dir(tmp.path());
+    let low = b
+        .apf_state
+        .iter()
+        .find(|s| s.priority_level == "workload-low")
+        .unwrap();
+    assert_eq!(
+        (
+            low.waiting_requests,
+            low.executing_requests,
+            low.active_queues
+        ),
+        (41, 20, 3)
+    );
+    assert!(
+        b.apf_state
+            .iter()
+            .any(|s| s.priority_level == "exempt" && s.exempt)
+    );
+    assert_eq!(
+        b.collection.server_version.as_ref().unwrap().git_version,
+        "v1.31.4"
+    );
+}

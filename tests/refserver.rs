@@ -1,0 +1,766 @@
+//! The reference server end to end: every scenario starts, the real kubectl sees real reasons and
+//! messages, kube-rs lists every kind in-process and over TCP, conditions follow the world, APF
+//! rejects a burst deterministically, and `/metrics` passes promtool.
+//!
+//! No sleeps to wait: everything that changes asynchronously is polled with a deadline.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use extpath::refserver::{ClientAuth, RefServer, RunningServer, StartOptions, scenario};
+use serde_json::Value;
+
+use crate::util::{extpath, repo};
+
+fn scenario_path(name: &str) -> PathBuf {
+    repo()
+        .join("fixtures/scenarios")
+        .join(format!("{name}.yaml"))
+}
+
+async fn start(name: &str) -> RunningServer {
+    let s = scenario::load(&scenario_path(name)).unwrap();
+    RefServer::start(s, StartOptions::default()).await.unwrap()
+}
+
+async fn start_text(text: &str) -> RunningServer {
+    let s = scenario::load_str(text, "inline.yaml").unwrap();
+    RefServer::start(s, StartOptions::default()).await.unwrap()
+}
+
+/// The real kubectl, or None (skipped visibly) — but a failure when CI is set.
+fn kubectl_available() -> bool {
+    let ok = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "kubectl is not on PATH but CI is set"
+        );
+        eprintln!("SKIPPED: kubectl is not on PATH");
+    }
+    ok
+}
+
+struct Kube {
+    _dir: tempfile::TempDir,
+    config: PathBuf,
+}
+
+fn kubeconfig(server: &RunningServer) -> Kube {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("kubeconfig");
+    std::fs::write(&config, server.kubeconfig(ClientAuth::Token)).unwrap();
+    Kube { _dir: dir, config }
+}
+
+fn kubectl(k: &Kube, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("kubectl")
+        .env("KUBECONFIG", &k.config)
+        .env("HOME", k.config.parent().unwrap_or(Path::new("/tmp")))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn http_client(server: &RunningServer) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(server.ca_pem().as_bytes()).unwrap()])
+        .build()
+        .unwrap()
+}
+
+async fn get(
+    server: &RunningServer,
+    token: &str,
+    path: &str,
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let resp = http_client(server)
+        .get(format!("{}{path}", server.url()))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    (status, headers, resp.text().await.unwrap())
+}
+
+async fn available(server: &RunningServer, name: &str) -> (String, String, String) {
+    let (_, _, body) = get(
+        server,
+        server.admin_token(),
+        &format!("/apis/apiregistration.k8s.io/v1/apiservices/{name}"),
+    )
+    .await;
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let c = v
+        .pointer("/status/conditions/0")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+    (s("status"), s("reason"), s("message"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_scenario_loads_and_its_backends_start_within_a_second() {
+    let mut n = 0;
+    for entry in std::fs::read_dir(repo().join("fixtures/scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        let s = scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.expect.is_empty(), "{}: no expect block", path.display());
+        let backends: Vec<String> = s.backends.iter().map(|b| b.name.clone()).collect();
+        let started = Instant::now();
+        let server = RefServer::start(s, StartOptions::default()).await.unwrap();
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(1),
+            "{} took {took:?}",
+            path.display()
+        );
+        for b in &backends {
+            assert!(
+                server.backend_port(b).is_some(),
+                "{}: backend {b}",
+                path.display()
+            );
+        }
+        let (code, _, _) = get(&server, server.admin_token(), "/version").await;
+        assert_eq!(code, 200);
+        server.shutdown().await;
+        n += 1;
+    }
+    assert!(n >= 20, "only {n} scenarios");
+}
+
+#[test]
+fn a_bad_scenario_is_one_line_with_file_and_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.yaml");
+    std::fs::write(&path, "apiVersion: extpath.dev/v1alpha1\nkind: Scenario\nname: bad\nnetwork:\n  10.0.0.1: nobody\n").unwrap();
+    let out = extpath()
+        .args(["replay", "serve"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("bad.yaml:5:"), "{stderr}");
+    assert!(stderr.contains("not a backend"), "{stderr}");
+    std::fs::write(
+        &path,
+        "apiVersion: extpath.dev/v1alpha1\nkind: Scenario\nname: bad\nbogus: 1\n",
+    )
+    .unwrap();
+    let out = extpath()
+        .args(["replay", "serve"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.yaml:4"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_shows_available_reasons_and_the_proxy_fails_like_kube_aggregator() {
+    if !kubectl_available() {
+        return;
+    }
+    let cases = [
+        (
+            "aggregation-service-missing",
+            "False (ServiceNotFound)",
+            "service unavailable",
+        ),
+        (
+            "aggregation-port-mismatch",
+            "False (ServicePortError)",
+            "service unavailable",
+        ),
+        (
+            "aggregation-no-endpoints",
+            "False (EndpointsNotFound)",
+            "service unavailable",
+        ),
+        (
+            "aggregation-endpoints-not-ready",
+            "False (MissingEndpoints)",
+            "service unavailable",
+        ),
+        (
+            "aggregation-backend-down",
+            "False (FailedDiscoveryCheck)",
+            "service unavailable",
+        ),
+        (
+            "auth-backend-401-front-proxy",
+            "False (FailedDiscoveryCheck)",
+            "service unavailable",
+        ),
+        (
+            "aggregation-wrong-ca",
+            "True",
+            "error trying to reach service: tls: failed to verify certificate: x509: certificate signed by unknown authority",
+        ),
+        (
+            "aggregation-san-mismatch",
+            "True",
+            "error trying to reach service: tls: failed to verify certificate: x509: certificate is valid for wardle.other.svc, localhost, not api.wardle-system.svc",
+        ),
+        (
+            "aggregation-expired-cert",
+            "True",
+            "error trying to reach service: tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-11-29T08:00:00Z is after 2026-11-28T08:00:00Z",
+        ),
+    ];
+    for (name, column, body) in cases {
+        let server = start(name).await;
+        let k = kubeconfig(&server);
+        let row = eventually(name, async || {
+            let (ok, out, _) = kubectl(&k, &["get", "apiservices"]);
+            let row = out
+                .lines()
+                .find(|l| l.starts_with("v1alpha1.wardle.example.com"))?
+                .to_string();
+            (ok && row.contains(column)).then_some(row)
+        })
+        .await;
+        assert!(row.contains("wardle-system/api"), "{name}: {row}");
+        let (ok, _, stderr) = kubectl(&k, &["get", "--raw", "/apis/wardle.example.com/v1alpha1"]);
+        assert!(!ok, "{name}");
+        assert!(stderr.contains("Error from server (ServiceUnavailable): the server is currently unable to handle the request"), "{name}: {stderr}");
+        let (code, _, text) = get(
+            &server,
+            server.admin_token(),
+            "/apis/wardle.example.com/v1alpha1",
+        )
+        .await;
+        assert_eq!((code, text.trim_end()), (503, body), "{name}");
+        let (ok, out, stderr) = kubectl(&k, &["api-resources"]);
+        assert!(!ok, "{name}");
+        assert!(
+            out.contains("configmaps"),
+            "{name}: healthy groups are listed"
+        );
+        assert!(stderr.contains("unable to retrieve the complete list of server APIs: wardle.example.com/v1alpha1: the server is currently unable to handle the request"), "{name}: {stderr}");
+        server.shutdown().await;
+    }
+    let (_, _, msg) =
+        {
+            let server = start("aggregation-backend-down").await;
+            let r = eventually("FailedDiscoveryCheck", async || {
+                let a = available(&server, "v1alpha1.wardle.example.com").await;
+                (a.1 == "FailedDiscoveryCheck").then_some(a)
+            })
+            .await;
+            let metrics = server.metrics_text();
+            assert!(metrics.contains(
+                "aggregator_unavailable_apiservice{name=\"v1alpha1.wardle.example.com\"} 1"
+            ));
+            let _ = get(
+                &server,
+                server.admin_token(),
+                "/apis/wardle.example.com/v1alpha1",
+            )
+            .await;
+            assert!(server.metrics_text().contains(
+                "apiserver_request_terminations_total{code=\"503\",component=\"aggregator\""
+            ));
+            server.shutdown().await;
+            r
+        };
+    assert_eq!(
+        msg,
+        "failing or missing response from https://10.96.0.11:443/apis/wardle.example.com/v1alpha1: Get \"https://10.96.0.11:443/apis/wardle.example.com/v1alpha1\": dial tcp 10.96.0.11:443: connect: connection refused"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_against_a_healthy_scenario() {
+    if !kubectl_available() {
+        return;
+    }
+    let server = start("healthy").await;
+    let k = kubeconfig(&server);
+    eventually("Passed", async || {
+        (available(&server, "v1alpha1.wardle.example.com").await.1 == "Passed").then_some(())
+    })
+    .await;
+    let (ok, out, stderr) = kubectl(&k, &["get", "--raw", "/apis/wardle.example.com/v1alpha1"]);
+    assert!(ok, "{stderr}");
+    assert!(out.contains("\"groupVersion\":\"wardle.example.com/v1alpha1\""));
+    let (ok, out, stderr) = kubectl(&k, &["api-resources"]);
+    assert!(ok && stderr.is_empty(), "{stderr}");
+    assert!(
+        out.contains("flunders") && out.contains("crontabs"),
+        "{out}"
+    );
+    let (ok, out, _) = kubectl(
+        &k,
+        &[
+            "--token",
+            "alice-token",
+            "get",
+            "flunders",
+            "-n",
+            "wardle-system",
+        ],
+    );
+    assert!(ok && out.contains("my-first-flunder"), "{out}");
+    let (ok, _, stderr) = kubectl(&k, &["--token", "alice-token", "get", "configmaps"]);
+    assert!(!ok);
+    assert!(stderr.contains("configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""), "{stderr}");
+    let (ok, out, stderr) = kubectl(
+        &k,
+        &[
+            "create",
+            "configmap",
+            "x",
+            "-n",
+            "wh-guarded",
+            "--from-literal=a=b",
+            "--dry-run=server",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert!(out.contains("configmap/x created (server dry run)"));
+    let (_, out, _) = kubectl(&k, &["get", "configmaps", "-n", "wh-guarded"]);
+    assert!(!out.contains(" x "), "dry run stored nothing");
+    let (ok, _, stderr) = kubectl(&k, &["--token", "wrong", "get", "pods"]);
+    assert!(
+        !ok && stderr.contains("You must be logged in to the server"),
+        "{stderr}"
+    );
+    let (ok, out, _) = kubectl(&k, &["get", "--raw", "/readyz?verbose"]);
+    assert!(ok && out.contains("[+]etcd ok") && out.contains("readyz check passed"));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_create_fails_through_a_down_fail_webhook_and_passes_an_ignore_one() {
+    if !kubectl_available() {
+        return;
+    }
+    let server = start("admission-webhook-down-fail").await;
+    let k = kubeconfig(&server);
+    let (ok, _, stderr) = kubectl(
+        &k,
+        &[
+            "create",
+            "configmap",
+            "x",
+            "-n",
+            "wh-guarded",
+            "--dry-run=server",
+        ],
+    );
+    assert!(!ok);
+    assert!(stderr.contains("error: failed to create configmap: Internal error occurred: failed calling webhook \"policy.webhook.example.com\": failed to call webhook: Post \"https://policy.webhooks.svc:443/validate?timeout=5s\": dial tcp 10.96.0.11:443: connect: connection refused"), "{stderr}");
+    let (ok, _, _) = kubectl(
+        &k,
+        &[
+            "create",
+            "configmap",
+            "x",
+            "-n",
+            "default",
+            "--dry-run=server",
+        ],
+    );
+    assert!(ok, "namespaces outside the selector are not guarded");
+    assert!(server.metrics_text().contains("apiserver_admission_webhook_rejection_count{error_type=\"calling_webhook_error\",name=\"policy.webhook.example.com\",operation=\"CREATE\",rejection_code=\"400\",type=\"validating\"} 1"));
+    server.shutdown().await;
+
+    let server = start("admission-webhook-down-ignore").await;
+    let k = kubeconfig(&server);
+    let (ok, out, stderr) = kubectl(
+        &k,
+        &[
+            "create",
+            "configmap",
+            "x",
+            "-n",
+            "wh-guarded",
+            "--dry-run=server",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert!(out.contains("created (server dry run)"));
+    assert!(server.metrics_text().contains("apiserver_admission_webhook_fail_open_count{name=\"policy.webhook.example.com\",type=\"validating\"} 1"));
+    server.shutdown().await;
+
+    let server = start("admission-webhook-slow-timeout").await;
+    let k = kubeconfig(&server);
+    let (ok, _, stderr) = kubectl(&k, &["create", "configmap", "x", "-n", "wh-guarded"]);
+    assert!(!ok);
+    assert!(stderr.contains("failed to call webhook: Post \"https://policy.webhooks.svc:443/mutate?timeout=1s\": context deadline exceeded"), "{stderr}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conditions_follow_the_world_not_the_scenario_text() {
+    let server = start("healthy").await;
+    let client = kube::Client::new(server.service(), "default");
+    let api = "v1alpha1.wardle.example.com";
+    eventually("Passed", async || {
+        (available(&server, api).await.1 == "Passed").then_some(())
+    })
+    .await;
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+        kube::Api::namespaced(client.clone(), "wardle-system");
+    let saved = services.get("api").await.unwrap();
+    services.delete("api", &Default::default()).await.unwrap();
+    let (status, _, message) = eventually("ServiceNotFound", async || {
+        let a = available(&server, api).await;
+        (a.1 == "ServiceNotFound").then_some(a)
+    })
+    .await;
+    assert_eq!(
+        (status.as_str(), message.as_str()),
+        ("False", "service/api in \"wardle-system\" is not present")
+    );
+    assert!(server.metrics_text().contains("aggregator_unavailable_apiservice_total{name=\"v1alpha1.wardle.example.com\",reason=\"ServiceNotFound\"} 1"));
+    let mut again = saved.clone();
+    again.metadata.resource_version = None;
+    again.metadata.uid = None;
+    services.create(&Default::default(), &again).await.unwrap();
+    eventually("Passed again", async || {
+        (available(&server, api).await.1 == "Passed").then_some(())
+    })
+    .await;
+
+    // A certificate for the wrong name: proxied requests fail, Available stays True.
+    let spec: scenario::CertSpec =
+        serde_saphyr::from_str("{issuer: wardle-ca, names: [wrong.example.svc]}").unwrap();
+    server.replace_backend_certificate("wardle", &spec).unwrap();
+    let (code, _, body) = get(
+        &server,
+        server.admin_token(),
+        "/apis/wardle.example.com/v1alpha1",
+    )
+    .await;
+    assert_eq!(code, 503);
+    assert_eq!(
+        body.trim_end(),
+        "error trying to reach service: tls: failed to verify certificate: x509: certificate is valid for wrong.example.svc, not api.wardle-system.svc"
+    );
+    server.sync_availability().await;
+    assert_eq!(available(&server, api).await.0, "True");
+    server.shutdown().await;
+}
+
+async fn list_all_kinds(client: kube::Client) {
+    use k8s_openapi::api::{
+        admissionregistration::v1 as adm, core::v1 as core, discovery::v1 as disc,
+        flowcontrol::v1 as fc,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+    let lp = ListParams::default();
+    macro_rules! count {
+        ($t:ty) => {
+            Api::<$t>::all(client.clone())
+                .list(&lp)
+                .await
+                .unwrap()
+                .items
+                .len()
+        };
+    }
+    assert!(count!(core::Namespace) >= 4);
+    assert!(count!(core::Service) >= 2);
+    assert!(count!(core::Endpoints) >= 2);
+    assert!(count!(disc::EndpointSlice) >= 2, "mirrored from Endpoints");
+    assert_eq!(count!(core::Pod), 0);
+    assert_eq!(count!(core::Event), 0);
+    assert_eq!(count!(core::ConfigMap), 0);
+    assert!(count!(APIService) >= 7);
+    assert_eq!(count!(adm::ValidatingWebhookConfiguration), 1);
+    assert_eq!(count!(adm::MutatingWebhookConfiguration), 0);
+    assert_eq!(count!(CustomResourceDefinition), 1);
+    assert!(count!(fc::FlowSchema) >= 2);
+    assert!(count!(fc::PriorityLevelConfiguration) >= 2);
+    for (g, v, k, plural) in [
+        ("stable.example.com", "v1", "CronTab", "crontabs"),
+        ("wardle.example.com", "v1alpha1", "Flunder", "flunders"),
+    ] {
+        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(g, v, k), plural);
+        let items = Api::<DynamicObject>::all_with(client.clone(), &ar)
+            .list(&lp)
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(items.len(), 1, "{plural}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kube_rs_lists_every_kind_in_process_and_over_tcp() {
+    let server = start("healthy").await;
+    eventually("Passed", async || {
+        (available(&server, "v1alpha1.wardle.example.com").await.1 == "Passed").then_some(())
+    })
+    .await;
+    list_all_kinds(kube::Client::new(server.service(), "default")).await;
+    for auth in [ClientAuth::Token, ClientAuth::Cert] {
+        let kc = kube::config::Kubeconfig::from_yaml(&server.kubeconfig(auth)).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
+        list_all_kinds(kube::Client::try_from(config).unwrap()).await;
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_apf_burst_gets_429_once_seats_and_queue_are_held() {
+    let text = std::fs::read_to_string(scenario_path("apf-saturation"))
+        .unwrap()
+        .replace("latencyMs: 500", "hold: true");
+    let server = start_text(&text).await;
+    let url = format!("{}/api/v1/namespaces/apf-load/configmaps", server.url());
+    let client = http_client(&server);
+    let send = || {
+        let c = client.clone();
+        let u = url.clone();
+        tokio::spawn(async move {
+            let r = c.get(u).bearer_auth("flooder-token").send().await.unwrap();
+            (
+                r.status().as_u16(),
+                r.headers().clone(),
+                r.text().await.unwrap(),
+            )
+        })
+    };
+    let gauge = |name: &str| {
+        let m = server.metrics_text();
+        m.lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "{name}{{flow_schema=\"flooders\",priority_level=\"tiny\"}}"
+                ))
+            })
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let first = send();
+    eventually("one executing", async || {
+        (gauge("apiserver_flowcontrol_current_executing_seats") == 1.0).then_some(())
+    })
+    .await;
+    let second = send();
+    eventually("one queued", async || {
+        (gauge("apiserver_flowcontrol_current_inqueue_requests") == 1.0).then_some(())
+    })
+    .await;
+    let burst: Vec<_> = (0..5).map(|_| send()).collect();
+    for b in burst {
+        let (code, headers, body) = b.await.unwrap();
+        assert_eq!(
+            (code, body.trim_end()),
+            (429, "Too many requests, please try again later.")
+        );
+        assert_eq!(headers["retry-after"], "1");
+        assert!(
+            headers.contains_key("x-kubernetes-pf-flowschema-uid")
+                && headers.contains_key("x-kubernetes-pf-prioritylevel-uid")
+        );
+    }
+    server.release_held();
+    assert_eq!(first.await.unwrap().0, 200);
+    assert_eq!(second.await.unwrap().0, 200);
+    let m = server.metrics_text();
+    assert!(m.contains("apiserver_flowcontrol_rejected_requests_total{flow_schema=\"flooders\",priority_level=\"tiny\",reason=\"queue-full\"} 5"), "{m}");
+    assert!(m.contains("apiserver_flowcontrol_nominal_limit_seats{priority_level=\"tiny\"} 1"));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn storage_faults_watch_expiry_and_metrics_pass_promtool() {
+    let server = start("storage-slow-etcd").await;
+    let token = server.admin_token().to_string();
+    let (code, _, body) = get(&server, &token, "/readyz?verbose").await;
+    assert_eq!(code, 500);
+    assert!(
+        body.contains("[-]etcd failed: reason withheld") && body.contains("readyz check failed")
+    );
+    let c = http_client(&server);
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#;
+    let r = c
+        .post(format!(
+            "{}/api/v1/namespaces/etcd-stall/configmaps?timeout=1s",
+            server.url()
+        ))
+        .bearer_auth(&token)
+        .body(cm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 504);
+    assert!(
+        r.text()
+            .await
+            .unwrap()
+            .contains("Timeout: request did not complete within the allotted timeout")
+    );
+    let r = c
+        .post(format!(
+            "{}/api/v1/namespaces/etcd-stall/configmaps",
+            server.url()
+        ))
+        .bearer_auth(&token)
+        .body(cm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 500);
+    let status: Value = r.json().await.unwrap();
+    assert_eq!(status["message"], "etcdserver: request timed out");
+    assert!(status.get("reason").is_none());
+    let etcd = reqwest::get(format!("{}/metrics", server.etcd_url().unwrap()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for family in [
+        "etcd_disk_wal_fsync_duration_seconds_bucket",
+        "etcd_disk_backend_commit_duration_seconds_sum",
+        "etcd_server_has_leader 1",
+        "etcd_server_leader_changes_seen_total 3",
+        "etcd_mvcc_db_total_size_in_bytes",
+        "etcd_server_quota_backend_bytes",
+    ] {
+        assert!(etcd.contains(family), "{family}");
+    }
+    let m = server.metrics_text();
+    assert!(m.contains(
+        "etcd_request_duration_seconds_count{operation=\"create\",type=\"*core.ConfigMap\"}"
+    ));
+    assert!(m.contains("apiserver_request_total{code=\"504\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"configmaps\",scope=\"namespace\",subresource=\"\",verb=\"POST\",version=\"v1\"} 1"));
+    promtool_accepts(&m);
+    promtool_accepts(&etcd);
+    server.shutdown().await;
+
+    // Watch: resume, terminate, expire.
+    let server = start("watch-terminated-watchers").await;
+    let token = server.admin_token().to_string();
+    let c = http_client(&server);
+    let (_, _, list) = get(&server, &token, "/api/v1/namespaces/default/configmaps").await;
+    let rv = serde_json::from_str::<Value>(&list).unwrap()["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let watch = c
+        .get(format!(
+            "{}/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={rv}",
+            server.url()
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    c.post(format!(
+        "{}/api/v1/namespaces/default/configmaps",
+        server.url()
+    ))
+    .bearer_auth(&token)
+    .body(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w"}}"#)
+    .send()
+    .await
+    .unwrap();
+    let text = watch.text().await.unwrap();
+    assert!(
+        text.starts_with("{\"object\":") || text.contains("\"type\":\"ADDED\""),
+        "{text}"
+    );
+    assert!(
+        server
+            .metrics_text()
+            .contains("apiserver_terminated_watchers_total{resource=\"configmaps\"} 1")
+    );
+    server.compact();
+    let (code, _, body) = get(
+        &server,
+        &token,
+        &format!("/api/v1/namespaces/default/configmaps?watch=1&resourceVersion={rv}"),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let ev: Value = serde_json::from_str(body.lines().next().unwrap()).unwrap();
+    assert_eq!(ev["type"], "ERROR");
+    assert_eq!(ev["object"]["code"], 410);
+    assert_eq!(ev["object"]["reason"], "Expired");
+    assert!(
+        ev["object"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("too old resource version: {rv} ("))
+    );
+    server.shutdown().await;
+}
+
+/// promtool 2.42 exits 3 for lint findings (kube-apiserver's own `*_count` counters trip them) and
+/// 1 for anything it cannot parse; only naming lint is acceptable.
+fn promtool_accepts(text: &str) {
+    let Ok(mut child) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "promtool is not on PATH but CI is set"
+        );
+        eprintln!("SKIPPED: promtool is not on PATH");
+        return;
+    };
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || out.status.code() == Some(3),
+        "promtool: {report}"
+    );
+    for line in report.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(
+            line.contains("should have \"_total\" suffix")
+                || line.contains("should not have \"_count\" suffix"),
+            "promtool: {line}"
+        );
+    }
+}

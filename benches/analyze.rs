@@ -44,7 +44,7 @@ fn exposition(scale: f64) -> String {
         let _ = writeln!(s, "{name}_count{{{labels}}} {}", n.max(cum));
     };
     s.push_str("# TYPE apiserver_request_duration_seconds histogram\n");
-    for r in 0..1150 {
+    for r in 0..1250 {
         for verb in ["GET", "LIST", "WATCH", "POST", "PUT", "PATCH", "DELETE"] {
             let labels = format!(
                 "component=\"apiserver\",dry_run=\"\",group=\"g{r}.example.com\",resource=\"r{r}\",scope=\"namespace\",subresource=\"\",verb=\"{verb}\",version=\"v1\""

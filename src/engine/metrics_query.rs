@@ -218,13 +218,21 @@ impl MetricsIndex {
             };
             present = true;
             let fam = &source.families[fi];
-            let first_eq = selector.iter().find_map(|m| match m {
-                LabelMatch::Eq(k, v) => Some((k, v)),
-                _ => None,
-            });
-            match first_eq {
-                Some((k, v)) if fam.series.len() > 64 => {
-                    let idx = self.label_index(si, fi, k);
+            // Narrow by the most selective equality label (an index per label, built once), then
+            // check the whole selector on what is left.
+            let narrowest = if fam.series.len() > 64 {
+                selector
+                    .iter()
+                    .filter_map(|m| match m {
+                        LabelMatch::Eq(k, v) => Some((self.label_index(si, fi, k), v)),
+                        _ => None,
+                    })
+                    .min_by_key(|(idx, v)| idx.get(*v).map_or(0, Vec::len))
+            } else {
+                None
+            };
+            match narrowest {
+                Some((idx, v)) => {
                     for &i in idx.get(v).map(Vec::as_slice).unwrap_or(&[]) {
                         let s = &fam.series[i];
                         if selector.iter().all(|m| m.matches(&s.labels)) {
@@ -232,7 +240,7 @@ impl MetricsIndex {
                         }
                     }
                 }
-                _ => out.extend(
+                None => out.extend(
                     fam.series
                         .iter()
                         .filter(|s| selector.iter().all(|m| m.matches(&s.labels)))

@@ -133,17 +133,8 @@ pub fn parse_test_file(path: &Path) -> Result<TestFile, RuleError> {
     let file = path.display().to_string();
     let text =
         std::fs::read_to_string(path).map_err(|e| err(&file, 0, format!("cannot read: {e}")))?;
-    let raw: RawTestFile = serde_saphyr::from_str(&text).map_err(|e| {
-        err(
-            &file,
-            e.location().map_or(0, |l| l.line() as usize),
-            e.to_string()
-                .lines()
-                .next()
-                .unwrap_or("invalid YAML")
-                .to_string(),
-        )
-    })?;
+    let raw: RawTestFile =
+        serde_saphyr::from_str(&text).map_err(|e| super::rules::load::yaml_error(&file, &e))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let rule = raw
         .rule

@@ -10,15 +10,19 @@
 //! have `present: false`, absent strings are `""` — so that a rule written against the sample of the
 //! fact model ([`sample`]) cannot fail at run time on a missing key.
 //!
-//! Sub-modules: [`objects`] (APIServices, webhooks, CRDs and what they point at), [`requests`]
+//! Sub-modules: [`objects`] (APIServices, webhooks, CRDs), [`backend`] (the Service, endpoints,
+//! pods and certificates they point at), [`requests`]
 //! (observed requests, log findings), [`cluster`] (cluster, apiserver, etcd, APF objects),
 //! [`value`] (CEL value building), [`sample`] (a fully populated bundle for load-time checks).
 
+pub mod backend;
 pub mod cluster;
 pub mod objects;
 pub mod requests;
 pub mod sample;
 pub mod value;
+
+use std::collections::HashMap;
 
 use cel::Value;
 
@@ -106,6 +110,52 @@ pub struct FactBase<'b> {
     pub log_facts: Vec<Value>,
     /// The object each log finding concerns: its `target`, else the object its message names.
     pub log_targets: Vec<Option<ObjectRef>>,
+    /// Objects by `(namespace, name)`, so that thousands of subjects do not each scan every list.
+    pub index: ObjectIndex<'b>,
+}
+
+/// Lookups of the bundle's namespaced objects by `(namespace, name)`.
+#[derive(Default)]
+pub struct ObjectIndex<'b> {
+    /// Services.
+    pub services: HashMap<(&'b str, &'b str), &'b crate::bundle::Service>,
+    /// core/v1 Endpoints.
+    pub endpoints: HashMap<(&'b str, &'b str), &'b crate::bundle::Endpoints>,
+    /// EndpointSlices by their Service.
+    pub slices: HashMap<(&'b str, &'b str), Vec<&'b crate::bundle::EndpointSlice>>,
+    /// Pods.
+    pub pods: HashMap<(&'b str, &'b str), &'b crate::bundle::Pod>,
+    /// Pods by namespace.
+    pub pods_in: HashMap<&'b str, Vec<&'b crate::bundle::Pod>>,
+    /// Certificates by owner `(kind, name)`.
+    pub certs: HashMap<(&'b str, &'b str), Vec<&'b crate::bundle::Certificate>>,
+}
+
+impl<'b> ObjectIndex<'b> {
+    fn new(b: &'b EvidenceBundle) -> Self {
+        let mut ix = ObjectIndex::default();
+        for s in &b.services {
+            ix.services.entry((&s.namespace, &s.name)).or_insert(s);
+        }
+        for e in &b.endpoints {
+            ix.endpoints.entry((&e.namespace, &e.name)).or_insert(e);
+        }
+        for s in &b.endpoint_slices {
+            if let Some(svc) = &s.service_name {
+                ix.slices.entry((&s.namespace, svc)).or_default().push(s);
+            }
+        }
+        for p in &b.pods {
+            ix.pods.entry((&p.namespace, &p.name)).or_insert(p);
+            ix.pods_in.entry(&p.namespace).or_default().push(p);
+        }
+        for c in &b.certificates {
+            if let Some(o) = &c.origin.owner {
+                ix.certs.entry((&o.kind, &o.name)).or_default().push(c);
+            }
+        }
+        ix
+    }
 }
 
 fn gap_for(bundle: &EvidenceBundle, prefix: &str) -> bool {
@@ -164,6 +214,7 @@ impl<'b> FactBase<'b> {
             request_facts,
             probe_targets,
             log_facts: bundle.log_findings.iter().map(requests::log_fact).collect(),
+            index: ObjectIndex::new(bundle),
             log_targets: bundle
                 .log_findings
                 .iter()
@@ -237,17 +288,17 @@ fn backend_vars(
     ca_bundle_present: bool,
     insecure: bool,
 ) -> Vec<(&'static str, Value)> {
-    let (endpoints, pods) = objects::endpoints_and_pods(base, service, default_port);
+    let (endpoints, pods) = backend::endpoints_and_pods(base, service, default_port);
     vec![
         (
             "service",
-            objects::service_fact(base, service, default_port),
+            backend::service_fact(base, service, default_port),
         ),
         ("endpoints", endpoints),
         ("pods", pods),
         (
             "tls",
-            objects::tls_fact(base, owner, server_name, ca_bundle_present, insecure),
+            backend::tls_fact(base, owner, server_name, ca_bundle_present, insecure),
         ),
     ]
 }

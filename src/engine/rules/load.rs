@@ -222,14 +222,18 @@ fn parse_class(file: &str, s: &Spanned<String>, allow_healthy: bool) -> Result<C
     }
 }
 
-fn yaml_error(file: &str, e: &serde_saphyr::Error) -> RuleError {
+/// A YAML error as `file:line: message`. serde-saphyr prefixes its messages with
+/// `error: line L column C: `; the line is already in front, so it is said once.
+pub fn yaml_error(file: &str, e: &serde_saphyr::Error) -> RuleError {
     let line = e.location().map_or(0, |l| l.line() as usize);
-    let msg = e.to_string();
-    err(
-        file,
-        line,
-        msg.lines().next().unwrap_or("invalid YAML").to_string(),
-    )
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("invalid YAML");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let message = match first.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+        Some((loc, msg)) if loc.contains(" column ") => msg,
+        _ => first,
+    };
+    err(file, line, message.to_string())
 }
 
 /// Load and check one rule file.

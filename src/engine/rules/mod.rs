@@ -11,11 +11,13 @@
 //! expression evaluated against the fully populated sample ([`crate::engine::facts::sample`]). Every
 //! failure is a [`RuleError`] whose `Display` is `file:line: message`.
 //!
-//! Sub-modules: [`load`] (YAML → rule), [`check`] (static and sample checks), [`template`]
+//! Sub-modules: [`load`] (YAML → rule), [`check`] (checks against the fact-model sample),
+//! [`shape`] (the static walk of expressions), [`template`]
 //! (`{{ }}` text).
 
 pub mod check;
 pub mod load;
+pub mod shape;
 pub mod template;
 
 use std::path::Path;

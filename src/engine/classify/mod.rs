@@ -392,3 +392,6 @@ pub fn summarize(verdicts: &[Verdict]) -> Summary {
         headline,
     }
 }
+
+#[cfg(test)]
+mod tests;

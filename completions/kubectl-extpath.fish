@@ -30,6 +30,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "imp
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "rules" -d 'List, lint and test rules'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -67,6 +68,30 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; a
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l cluster -d 'The name of the kubeconfig cluster to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l user -d 'The name of the kubeconfig user to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s s -l server -d 'The address and port of the Kubernetes API server' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l certificate-authority -d 'Path to a cert file for the certificate authority' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l client-certificate -d 'Path to a client certificate file for TLS' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l client-key -d 'Path to a client key file for TLS' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l token -d 'Bearer token for authentication to the API server' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l tls-server-name -d 'Server name to use for server certificate validation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l as -d 'Username to impersonate for the operation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l as-group -d 'Group to impersonate for the operation (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l as-uid -d 'UID to impersonate for the operation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
+json\t'JSON'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l probe-admission -d 'Send a server-side dry-run create (never stored) through each webhook that intercepts ConfigMap creation'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l skip-list-probe -d 'Do not list one resource of each aggregated group/version after its discovery answers (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -s h -l help -d 'Print help'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -77,13 +102,14 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules replay completions help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules replay completions help" -f -a "rules" -d 'List, lint and test rules'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "rules" -d 'List, lint and test rules'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'

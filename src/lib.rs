@@ -19,6 +19,7 @@
 
 pub mod bundle;
 pub mod cli;
+pub mod collect;
 pub mod engine;
 pub mod pki;
 pub mod promtext;

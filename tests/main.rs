@@ -4,6 +4,7 @@
 mod util;
 
 mod bundle_load;
+mod collect;
 mod completions;
 mod docs;
 mod engine_captures;

@@ -57,17 +57,20 @@ pub fn add_ca_bundle(
 ) {
     match crate::pki::decode_pem(pem) {
         Ok(certs) => {
-            for (i, (info, _)) in certs.into_iter().enumerate() {
-                bundle.certificates.push(Certificate::from_info(
-                    info,
-                    CertOrigin {
-                        source: CertSource::CaBundle,
-                        owner: Some(owner.clone()),
-                        file: file.map(str::to_string),
-                        endpoint: None,
-                        chain_index: i,
-                    },
-                ));
+            for (i, (info, der)) in certs.into_iter().enumerate() {
+                bundle.certificates.push(
+                    Certificate::from_info(
+                        info,
+                        CertOrigin {
+                            source: CertSource::CaBundle,
+                            owner: Some(owner.clone()),
+                            file: file.map(str::to_string),
+                            endpoint: None,
+                            chain_index: i,
+                        },
+                    )
+                    .with_der(&der),
+                );
             }
         }
         Err(e) => bundle.gaps.push(Gap::new(

@@ -29,7 +29,7 @@ pub mod raw;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use certs::{CertOrigin, Certificate, Verification};
+pub use certs::{CertOrigin, CertSource, Certificate, Verification, verify_served_chains};
 pub use load::{BundleError, load_bundle, load_bundle_str};
 pub use metrics::{
     MetricFamily, MetricKind, MetricSeries, MetricTarget, MetricValue, MetricsSource,

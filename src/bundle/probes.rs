@@ -182,6 +182,73 @@ pub struct StatusBody {
     pub causes: Vec<StatusCause>,
 }
 
+impl StatusBody {
+    /// Read a Kubernetes `Status` object (`kind: Status`, or an object with `status: Failure` and a
+    /// numeric `code`); `None` when the value is not one.
+    pub fn from_json(v: &serde_json::Value) -> Option<StatusBody> {
+        let obj = v.as_object()?;
+        let is_status = obj.get("kind").and_then(|k| k.as_str()) == Some("Status")
+            || (obj.get("status").and_then(|s| s.as_str()).is_some()
+                && obj.get("code").is_some_and(|c| c.is_u64())
+                && obj.get("message").is_some());
+        if !is_status {
+            return None;
+        }
+        let s = |k: &str| {
+            obj.get(k)
+                .and_then(|x| x.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let details = obj.get("details");
+        let d = |k: &str| {
+            details
+                .and_then(|x| x.get(k))
+                .and_then(|x| x.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let causes = details
+            .and_then(|x| x.get("causes"))
+            .and_then(|x| x.as_array())
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| StatusCause {
+                        reason: c
+                            .get("reason")
+                            .and_then(|x| x.as_str())
+                            .unwrap_or_default()
+                            .into(),
+                        message: c
+                            .get("message")
+                            .and_then(|x| x.as_str())
+                            .unwrap_or_default()
+                            .into(),
+                        field: c
+                            .get("field")
+                            .and_then(|x| x.as_str())
+                            .unwrap_or_default()
+                            .into(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(StatusBody {
+            status: s("status"),
+            message: s("message"),
+            reason: s("reason"),
+            code: obj
+                .get("code")
+                .and_then(|c| c.as_u64())
+                .and_then(|c| u16::try_from(c).ok()),
+            group: d("group"),
+            kind: d("kind"),
+            name: d("name"),
+            causes,
+        })
+    }
+}
+
 /// The headers of a response that matter to a diagnosis.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]

@@ -8,9 +8,11 @@
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
 mod analyze;
+mod collect;
 pub mod completions;
 mod explain;
 mod import;
+mod kube_flags;
 mod replay;
 mod rules;
 
@@ -61,6 +63,8 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// List, lint and test rules.
     Rules(rules::RulesArgs),
+    /// Collect an evidence bundle from the live cluster (read-only) and print it.
+    Collect(Box<collect::CollectArgs>),
     /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
     Replay(replay::ReplayArgs),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
@@ -96,6 +100,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Analyze(args) => analyze::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Rules(args) => rules::run(args),
+        Command::Collect(args) => collect::run(*args),
         Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Complete(args) => completions::run_complete(args),

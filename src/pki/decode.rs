@@ -151,6 +151,19 @@ pub fn decode_der(der: &[u8], index: usize) -> Result<CertInfo, PemError> {
     })
 }
 
+/// PEM text of one DER certificate.
+pub fn der_to_pem(der: &[u8]) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for chunk in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
+}
+
 fn ip_from_bytes(bytes: &[u8]) -> Option<std::net::IpAddr> {
     match bytes.len() {
         4 => Some(std::net::IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?)),

@@ -13,5 +13,5 @@ mod decode;
 pub mod generate;
 mod verify;
 
-pub use decode::{CertInfo, PemError, decode_der, decode_pem, pem_certificates};
+pub use decode::{CertInfo, PemError, decode_der, decode_pem, der_to_pem, pem_certificates};
 pub use verify::{VerifyError, verify_server_chain};

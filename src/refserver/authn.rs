@@ -71,6 +71,60 @@ pub fn authenticate(
     Err(ApiError::unauthorized())
 }
 
+/// Apply `Impersonate-User` / `Impersonate-Group` (kubectl `--as` / `--as-group`): allowed for
+/// `system:masters` and for users with an `impersonate` rule on `users` (and `groups`), like RBAC.
+///
+/// # Errors
+/// 403 with RBAC's wording when the requester may not impersonate.
+pub fn impersonate(
+    state: &State,
+    headers: &HeaderMap,
+    user: UserInfo,
+) -> Result<UserInfo, ApiError> {
+    let Some(target) = headers
+        .get("impersonate-user")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+    else {
+        return Ok(user);
+    };
+    let groups: Vec<String> = headers
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    let may = |resource: &str, name: &str| {
+        let info = RequestInfo::parse("IMPERSONATE", &format!("/api/v1/{resource}/{name}"));
+        user.is_master()
+            || state
+                .rules
+                .get(&user.name)
+                .is_some_and(|rules| rules.iter().any(|r| rule_allows(r, &info)))
+    };
+    if !may("users", &target) {
+        let info = RequestInfo::parse("IMPERSONATE", &format!("/api/v1/users/{target}"));
+        return Err(ApiError::forbidden(
+            forbidden_message(&user.name, &info),
+            &target,
+            "",
+            "users",
+        ));
+    }
+    if let Some(g) = groups.iter().find(|g| !may("groups", g)) {
+        let info = RequestInfo::parse("IMPERSONATE", &format!("/api/v1/groups/{g}"));
+        return Err(ApiError::forbidden(
+            forbidden_message(&user.name, &info),
+            g,
+            "",
+            "groups",
+        ));
+    }
+    Ok(with_authenticated(UserInfo {
+        name: target,
+        groups,
+    }))
+}
+
 fn with_authenticated(mut u: UserInfo) -> UserInfo {
     if !u.groups.iter().any(|g| g == "system:authenticated") {
         u.groups.push("system:authenticated".into());

@@ -16,7 +16,7 @@ use http::{HeaderValue, Request, Response};
 use super::aggregator;
 use super::apf::{Classification, record_termination};
 use super::api;
-use super::authn::{authenticate, authorize};
+use super::authn::{authenticate, authorize, impersonate};
 use super::metrics::{Desc, REQUEST_DURATION_BUCKETS};
 use super::request::RequestInfo;
 use super::state::State;
@@ -129,7 +129,16 @@ pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> 
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
     let info = RequestInfo::parse(req.method().as_str(), &path_and_query);
-    let user = match authenticate(&state, req.headers(), &peer) {
+    let user = authenticate(&state, req.headers(), &peer)
+        .and_then(|u| impersonate(&state, req.headers(), u));
+    if let Ok(mut log) = state.requests.lock() {
+        log.push(super::state::LoggedRequest {
+            method: req.method().to_string(),
+            path: path_and_query.clone(),
+            user: user.as_ref().map(|u| u.name.clone()).unwrap_or_default(),
+        });
+    }
+    let user = match user {
         Ok(u) => u,
         Err(e) => return e.into_response(),
     };

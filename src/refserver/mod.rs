@@ -189,6 +189,52 @@ impl RunningServer {
         }
     }
 
+    /// Where each Service with a listening backend is reachable from outside the "cluster", as
+    /// `name.namespace` → `127.0.0.1:port` — what `collect --backend-address` takes, so a client
+    /// running beside the server can shake hands with the backends as if it were in the cluster.
+    pub fn backend_addresses(&self) -> std::collections::BTreeMap<String, String> {
+        let mut out = std::collections::BTreeMap::new();
+        let (services, _) = self.state.store.list("", "services", None);
+        for svc in &services {
+            let ns = svc
+                .pointer("/metadata/namespace")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("default");
+            let Some(name) = svc
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+            else {
+                continue;
+            };
+            let ports = svc
+                .pointer("/spec/ports")
+                .and_then(serde_json::Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for p in ports {
+                let Some(port) = p["port"].as_u64().and_then(|p| u16::try_from(p).ok()) else {
+                    continue;
+                };
+                if let Ok((_, Some(local))) =
+                    network::route(&self.state, &format!("{name}.{ns}.svc"), port)
+                {
+                    out.insert(format!("{name}.{ns}"), format!("127.0.0.1:{local}"));
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// Every request the server has received so far (method, path with query, user).
+    pub fn requests(&self) -> Vec<state::LoggedRequest> {
+        self.state
+            .requests
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+
     /// The current `/metrics` text.
     pub fn metrics_text(&self) -> String {
         self.state.metrics.render()

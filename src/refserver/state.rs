@@ -43,6 +43,20 @@ pub struct State {
     pub started: Instant,
     /// The address the server listens on (`127.0.0.1:port`), once known.
     pub listen_addr: std::sync::OnceLock<std::net::SocketAddr>,
+    /// Every request that reached the server, in arrival order (for tests that prove a client
+    /// only reads).
+    pub requests: std::sync::Mutex<Vec<LoggedRequest>>,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedRequest {
+    /// HTTP method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// The authenticated (or impersonated) user; empty when authentication failed.
+    pub user: String,
 }
 
 impl std::fmt::Debug for State {
@@ -98,6 +112,7 @@ impl State {
             release,
             started: Instant::now(),
             listen_addr: std::sync::OnceLock::new(),
+            requests: std::sync::Mutex::new(Vec::new()),
         }
     }
 }

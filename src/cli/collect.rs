@@ -1,0 +1,157 @@
+//! `collect`: gather an evidence bundle from the live cluster and print it.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::kube_flags::{KubeFlags, parse_duration};
+use super::{CliError, DocFormat, EXIT_OK, EXIT_UNREACHABLE};
+use crate::collect::{CollectOptions, Progress};
+
+/// Options shared by `collect` and `scan`.
+#[derive(Debug, Clone, Args)]
+pub struct CollectFlags {
+    /// Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub window: Duration,
+    /// Bound on the whole collection; what has not answered by then is recorded as a gap.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable).
+    #[arg(long = "backend-address", value_name = "SVC.NS=HOST:PORT", value_parser = parse_backend_address)]
+    pub backend_address: Vec<(String, String)>,
+    /// Send a server-side dry-run create (never stored) through each webhook that intercepts
+    /// ConfigMap creation.
+    #[arg(long)]
+    pub probe_admission: bool,
+    /// Do not list one resource of each aggregated group/version after its discovery answers
+    /// (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists).
+    #[arg(long)]
+    pub skip_list_probe: bool,
+}
+
+fn parse_backend_address(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected SERVICE.NAMESPACE=HOST:PORT"))?;
+    if !k.contains('.') || !v.contains(':') {
+        return Err(format!("{s:?}: expected SERVICE.NAMESPACE=HOST:PORT"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+impl CollectFlags {
+    /// The collection options.
+    pub fn options(&self, kube: &KubeFlags, namespace: &str) -> CollectOptions {
+        CollectOptions {
+            request_timeout: if kube.request_timeout.is_zero() {
+                Duration::from_secs(10)
+            } else {
+                kube.request_timeout
+            },
+            timeout: self.timeout,
+            window: self.window,
+            backend_addresses: self
+                .backend_address
+                .iter()
+                .cloned()
+                .collect::<BTreeMap<_, _>>(),
+            probe_admission: self.probe_admission,
+            list_probe: !self.skip_list_probe,
+            namespace: namespace.to_string(),
+        }
+    }
+}
+
+/// Arguments of `collect`.
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    #[command(flatten)]
+    pub kube: KubeFlags,
+    #[command(flatten)]
+    pub collect: CollectFlags,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    pub output: DocFormat,
+}
+
+/// A progress bar on stderr, only when stderr is a terminal.
+pub struct Bar(Option<indicatif::ProgressBar>);
+
+impl Bar {
+    /// A bar if stderr is a TTY, else nothing.
+    pub fn new() -> Self {
+        use std::io::IsTerminal;
+        if !std::io::stderr().is_terminal() {
+            return Bar(None);
+        }
+        let bar = indicatif::ProgressBar::new(1);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} collecting [{bar:30}] {pos}/{len} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Bar(Some(bar))
+    }
+    /// Remove the bar.
+    pub fn finish(&self) {
+        if let Some(b) = &self.0 {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Default for Bar {
+    fn default() -> Self {
+        Bar::new()
+    }
+}
+
+impl Progress for Bar {
+    fn set_total(&self, total: u64) {
+        if let Some(b) = &self.0 {
+            b.set_length(total);
+        }
+    }
+    fn step(&self, what: &str) {
+        if let Some(b) = &self.0 {
+            b.inc(1);
+            b.set_message(what.to_string());
+        }
+    }
+}
+
+/// Connect and collect; exit 3 when the API server cannot be reached at all.
+pub async fn collect_bundle(
+    kube: &KubeFlags,
+    flags: &CollectFlags,
+) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    let conn = crate::collect::connect(&kube.connect_options()).await?;
+    let opts = flags.options(kube, &conn.namespace);
+    let bar = Bar::new();
+    let collected = crate::collect::collect(&conn, &opts, &bar).await;
+    bar.finish();
+    if let Some(why) = collected.unreachable {
+        return Err(CliError {
+            code: EXIT_UNREACHABLE,
+            message: why,
+        }
+        .into());
+    }
+    Ok(collected.bundle)
+}
+
+pub fn run(args: CollectArgs) -> anyhow::Result<u8> {
+    let rt = tokio::runtime::Runtime::new()?;
+    let bundle = rt.block_on(collect_bundle(&args.kube, &args.collect))?;
+    let text = match args.output {
+        DocFormat::Yaml => bundle.to_yaml()?,
+        DocFormat::Json => bundle.to_json()? + "\n",
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,297 @@
+//! Stage-two and stage-three collectors: the Services, Endpoints, EndpointSlices, Events and Pods
+//! behind every referenced backend.
+//!
+//! Objects are fetched by name (GET) rather than listed cluster-wide: a large cluster has thousands of
+//! Services and only a handful matter. A 404 is evidence (the Service is missing) and is recorded as
+//! absence, not as a gap; a 403 or a timeout is a gap, so a rule can tell "missing" from "not seen".
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use serde_json::Value;
+
+use super::fetch::urlencode;
+use super::objects::decode_items;
+use super::refs::References;
+use super::{Contribution, FetchError, Fetcher};
+use crate::bundle::{EvidenceBundle, Gap, from_k8s};
+
+/// How many requests of one kind are in flight at once.
+const IN_FLIGHT: usize = 64;
+
+/// What stage two found behind the references.
+#[derive(Default)]
+pub struct Backends {
+    /// Services that exist.
+    pub services: Vec<core::Service>,
+    /// Endpoints that exist.
+    pub endpoints: Vec<core::Endpoints>,
+    /// EndpointSlices of the referenced Services.
+    pub slices: Vec<discovery::EndpointSlice>,
+    /// Events about the referenced objects.
+    pub events: Vec<core::Event>,
+    /// What could not be fetched.
+    pub gaps: Vec<Gap>,
+}
+
+impl Backends {
+    /// Add everything to the bundle (gaps are added by the caller).
+    pub fn apply(self, b: &mut EvidenceBundle) {
+        for s in &self.services {
+            from_k8s::add_service(b, s);
+        }
+        for e in &self.endpoints {
+            from_k8s::add_endpoints(b, e);
+        }
+        for s in &self.slices {
+            from_k8s::add_endpoint_slice(b, s);
+        }
+        for e in &self.events {
+            from_k8s::add_event(b, e);
+        }
+    }
+}
+
+enum Got<T> {
+    Found(T),
+    Absent,
+}
+
+async fn get_optional<T: serde::de::DeserializeOwned>(
+    f: &Fetcher,
+    path: &str,
+) -> Result<Got<T>, FetchError> {
+    match f.get_json(path).await {
+        Ok(v) => serde_json::from_value(v)
+            .map(Got::Found)
+            .map_err(|e| FetchError::Decode(e.to_string())),
+        Err(FetchError::Status { code: 404, .. }) => Ok(Got::Absent),
+        Err(e) => Err(e),
+    }
+}
+
+/// Stage two: Services, Endpoints, EndpointSlices and Events of the references.
+///
+/// # Errors
+/// Never as a whole; per-object failures are gaps in the result.
+pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchError> {
+    let mut out = Backends::default();
+    let per_service = futures::stream::iter(refs.services.iter().cloned())
+        .map(|(ns, name)| async move {
+            let svc_path = format!("/api/v1/namespaces/{ns}/services/{name}");
+            let eps_path = format!("/api/v1/namespaces/{ns}/endpoints/{name}");
+            let slices_path = format!(
+                "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices?labelSelector={}",
+                urlencode(&format!("kubernetes.io/service-name={name}"))
+            );
+            let svc = get_optional::<core::Service>(f, &svc_path);
+            let eps = get_optional::<core::Endpoints>(f, &eps_path);
+            let slices = f.list_all(&slices_path);
+            let (svc, eps, slices) = tokio::join!(svc, eps, slices);
+            (ns, name, svc, eps, slices)
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await;
+    let mut per_service = per_service;
+    per_service.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    for (ns, name, svc, eps, slices) in per_service {
+        match svc {
+            Ok(Got::Found(s)) => out.services.push(s),
+            Ok(Got::Absent) => {}
+            Err(e) => out
+                .gaps
+                .push(gap(&format!("objects/services/{ns}/{name}"), &e)),
+        }
+        match eps {
+            Ok(Got::Found(e)) => out.endpoints.push(e),
+            Ok(Got::Absent) => {}
+            Err(e) => out
+                .gaps
+                .push(gap(&format!("objects/endpoints/{ns}/{name}"), &e)),
+        }
+        match slices {
+            Ok(items) => {
+                let (ok, gaps) = decode_items(&format!("objects/endpointslices/{ns}"), items);
+                out.slices.extend(ok);
+                out.gaps.extend(gaps);
+            }
+            // Clusters before 1.21 serve no discovery.k8s.io/v1: Endpoints are the evidence there.
+            Err(FetchError::Status { code: 404, .. }) => {}
+            Err(e) => out
+                .gaps
+                .push(gap(&format!("objects/endpointslices/{ns}/{name}"), &e)),
+        }
+    }
+
+    let names: std::collections::BTreeSet<(String, String)> = refs.services.clone();
+    let events = futures::stream::iter(refs.namespaces.iter().cloned())
+        .map(|ns| async move {
+            let r = f.list_all(&format!("/api/v1/namespaces/{ns}/events")).await;
+            (ns, r)
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await;
+    let aggregated = f
+        .list_all(&format!(
+            "/api/v1/events?fieldSelector={}",
+            urlencode("involvedObject.kind=APIService")
+        ))
+        .await;
+    let mut events = events;
+    events.sort_by(|a, b| a.0.cmp(&b.0));
+    for (ns, r) in events {
+        match r {
+            Ok(items) => {
+                let relevant: Vec<Value> = items
+                    .into_iter()
+                    .filter(|e| event_is_relevant(e, &ns, &names))
+                    .collect();
+                let (ok, gaps) = decode_items::<core::Event>("objects/events", relevant);
+                out.events.extend(ok);
+                out.gaps.extend(gaps);
+            }
+            Err(e) => out.gaps.push(gap(&format!("objects/events/{ns}"), &e)),
+        }
+    }
+    match aggregated {
+        Ok(items) => {
+            let (ok, gaps) = decode_items::<core::Event>("objects/events", items);
+            out.events.extend(ok);
+            out.gaps.extend(gaps);
+        }
+        Err(e) => out.gaps.push(gap("objects/events/apiservices", &e)),
+    }
+    Ok(out)
+}
+
+/// Events about a referenced Service or its Endpoints, and Warning events about Pods in its
+/// namespace (their names are not known until stage three).
+fn event_is_relevant(
+    e: &Value,
+    ns: &str,
+    services: &std::collections::BTreeSet<(String, String)>,
+) -> bool {
+    let kind = e
+        .pointer("/involvedObject/kind")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let name = e
+        .pointer("/involvedObject/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let warning = e.get("type").and_then(Value::as_str) == Some("Warning");
+    match kind {
+        "Service" | "Endpoints" => services.contains(&(ns.to_string(), name.to_string())),
+        "Pod" | "EndpointSlice" => warning,
+        _ => false,
+    }
+}
+
+fn gap(source: &str, e: &FetchError) -> Gap {
+    Gap::new(source, e.gap_reason(), e.to_string())
+}
+
+/// Stage three: the Pods selected by each Service found in stage two.
+///
+/// # Errors
+/// Never as a whole; per-Service failures become gaps in the contribution.
+pub async fn fetch_pods(f: &Fetcher, backends: &Backends) -> Result<Contribution, FetchError> {
+    let selectors: Vec<(String, String, String)> = backends
+        .services
+        .iter()
+        .filter_map(|s| {
+            let sel = s.spec.as_ref()?.selector.as_ref()?;
+            if sel.is_empty() {
+                return None;
+            }
+            let text = sel
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",");
+            Some((
+                s.metadata.namespace.clone().unwrap_or_default(),
+                s.metadata.name.clone().unwrap_or_default(),
+                text,
+            ))
+        })
+        .collect();
+    let results = futures::stream::iter(selectors)
+        .map(|(ns, name, sel)| async move {
+            let r = f
+                .list_all(&format!(
+                    "/api/v1/namespaces/{ns}/pods?labelSelector={}",
+                    urlencode(&sel)
+                ))
+                .await;
+            (ns, name, r)
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await;
+    let mut pods = Vec::new();
+    let mut gaps = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut results = results;
+    results.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    for (ns, name, r) in results {
+        match r {
+            Ok(items) => {
+                let (ok, g) = decode_items::<core::Pod>("objects/pods", items);
+                for p in ok {
+                    let key = (ns.clone(), p.metadata.name.clone().unwrap_or_default());
+                    if seen.insert(key) {
+                        pods.push(p);
+                    }
+                }
+                gaps.extend(g);
+            }
+            Err(e) => gaps.push(gap(&format!("objects/pods/{ns}/{name}"), &e)),
+        }
+    }
+    Ok(Box::new(move |b: &mut EvidenceBundle| {
+        for p in &pods {
+            from_k8s::add_pod(b, p);
+        }
+        b.gaps.extend(gaps);
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_events_about_referenced_objects_are_kept() {
+        let services: std::collections::BTreeSet<_> =
+            [("kube-system".to_string(), "metrics-server".to_string())].into();
+        let ev = |kind: &str, name: &str, ty: &str| serde_json::json!({"involvedObject": {"kind": kind, "name": name}, "type": ty});
+        assert!(event_is_relevant(
+            &ev("Service", "metrics-server", "Normal"),
+            "kube-system",
+            &services
+        ));
+        assert!(!event_is_relevant(
+            &ev("Service", "other", "Warning"),
+            "kube-system",
+            &services
+        ));
+        assert!(event_is_relevant(
+            &ev("Pod", "metrics-server-abc", "Warning"),
+            "kube-system",
+            &services
+        ));
+        assert!(!event_is_relevant(
+            &ev("Pod", "x", "Normal"),
+            "kube-system",
+            &services
+        ));
+        assert!(!event_is_relevant(
+            &ev("ConfigMap", "x", "Warning"),
+            "kube-system",
+            &services
+        ));
+    }
+}

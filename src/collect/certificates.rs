@@ -1,0 +1,357 @@
+//! Serving certificates of backends, captured by a TLS handshake from where the tool runs.
+//!
+//! The handshake accepts whatever chain the backend presents — it records, it does not judge — and
+//! the chain is then verified the way the API server's client would: against the owner's caBundle,
+//! for `<svc>.<ns>.svc` (or the webhook URL's host), at the collection time
+//! ([`crate::bundle::verify_served_chains`]), with Go's wording of any failure.
+//!
+//! Where a backend is reached: `--backend-address svc.ns=host:port` first; an ExternalName Service's
+//! name (what the aggregator itself dials); the Service DNS name when running inside the cluster; a
+//! webhook URL's host. Pod and ClusterIP addresses are never dialled from outside the cluster (they
+//! are not routable there, and an intercepting proxy would answer in their place), so from a laptop
+//! most backends are a gap ("pass --backend-address"), never an error.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use tokio::time::Instant;
+
+use super::backends::Backends;
+use crate::bundle::{
+    CertOrigin, CertSource, Certificate, EvidenceBundle, Gap, GapReason, ObjectRef, ServiceRef,
+};
+
+/// A backend to shake hands with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsTarget {
+    /// Whose backend.
+    pub owner: ObjectRef,
+    /// The name the API server verifies (also sent as SNI).
+    pub server_name: String,
+    /// `host:port` to dial, or why there is none.
+    pub address: Result<String, String>,
+}
+
+fn service_key(s: &ServiceRef) -> String {
+    format!("{}.{}", s.name, s.namespace)
+}
+
+fn in_cluster() -> bool {
+    std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+}
+
+fn address_for_service(
+    s: &ServiceRef,
+    backends: &Backends,
+    overrides: &BTreeMap<String, String>,
+) -> Result<String, String> {
+    let port = s.port.unwrap_or(443);
+    if let Some(a) = overrides.get(&service_key(s)) {
+        return Ok(a.clone());
+    }
+    let svc = backends.services.iter().find(|x| {
+        x.metadata.namespace.as_deref() == Some(&s.namespace)
+            && x.metadata.name.as_deref() == Some(&s.name)
+    });
+    let Some(svc) = svc else {
+        return Err(format!("Service {}/{} not found", s.namespace, s.name));
+    };
+    let spec = svc.spec.clone().unwrap_or_default();
+    if spec.type_.as_deref() == Some("ExternalName")
+        && let Some(name) = spec.external_name
+    {
+        return Ok(format!("{name}:{port}"));
+    }
+    if in_cluster() {
+        return Ok(format!("{}:{port}", s.server_name()));
+    }
+    // Pod and ClusterIP addresses are only routable inside the cluster; dialling them from a
+    // laptop wastes the deadline or, behind an intercepting proxy, shakes hands with the proxy.
+    Err(format!(
+        "backend not reachable from outside the cluster; pass --backend-address {}=HOST:PORT",
+        service_key(s)
+    ))
+}
+
+fn address_for_url(url: &str) -> Result<String, String> {
+    let rest = url
+        .strip_prefix("https://")
+        .ok_or_else(|| format!("{url}: not an https URL"))?;
+    let hostport = rest.split('/').next().unwrap_or(rest);
+    let has_port = if hostport.starts_with('[') {
+        hostport.contains("]:")
+    } else {
+        hostport.contains(':')
+    };
+    if has_port {
+        Ok(hostport.to_string())
+    } else {
+        Ok(format!("{hostport}:443"))
+    }
+}
+
+/// Every backend of the bundle, with where to reach it.
+pub fn targets(
+    bundle: &EvidenceBundle,
+    backends: &Backends,
+    overrides: &BTreeMap<String, String>,
+) -> Vec<TlsTarget> {
+    let mut out = Vec::new();
+    for a in &bundle.api_services {
+        let Some(s) = &a.service else { continue };
+        out.push(TlsTarget {
+            owner: ObjectRef::cluster("APIService", &a.name),
+            server_name: s.server_name(),
+            address: address_for_service(s, backends, overrides),
+        });
+    }
+    let mut webhook_targets = Vec::new();
+    for w in &bundle.webhooks {
+        webhook_targets.push((
+            ObjectRef::cluster(w.kind.subject_kind(), &w.name),
+            w.target.clone(),
+        ));
+    }
+    for c in &bundle.crds {
+        if let Some(t) = &c.conversion.webhook {
+            webhook_targets.push((
+                ObjectRef::cluster("CustomResourceDefinition", &c.name),
+                t.clone(),
+            ));
+        }
+    }
+    for (owner, t) in webhook_targets {
+        let Some(server_name) = t.server_name() else {
+            continue;
+        };
+        let address = match (&t.service, &t.url) {
+            (Some(s), _) => address_for_service(s, backends, overrides),
+            (None, Some(u)) => address_for_url(u),
+            (None, None) => Err("webhook has neither service nor url".into()),
+        };
+        out.push(TlsTarget {
+            owner,
+            server_name,
+            address,
+        });
+    }
+    out
+}
+
+/// A verifier that records the presented chain and accepts it; judging happens afterwards.
+#[derive(Debug)]
+struct Recorder {
+    chain: Mutex<Vec<CertificateDer<'static>>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl ServerCertVerifier for Recorder {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let mut chain = vec![end_entity.clone().into_owned()];
+        chain.extend(intermediates.iter().map(|c| c.clone().into_owned()));
+        if let Ok(mut slot) = self.chain.lock() {
+            *slot = chain;
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// Shake hands with `address`, sending `server_name` as SNI, and return the presented chain.
+///
+/// # Errors
+/// The connection or handshake failure, as text.
+pub async fn capture_chain(
+    address: &str,
+    server_name: &str,
+    timeout: Duration,
+) -> Result<Vec<CertificateDer<'static>>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let recorder = Arc::new(Recorder {
+        chain: Mutex::new(Vec::new()),
+        provider: provider.clone(),
+    });
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(recorder.clone())
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let sni = ServerName::try_from(server_name.to_string()).map_err(|e| e.to_string())?;
+    let work = async {
+        let tcp = tokio::net::TcpStream::connect(address)
+            .await
+            .map_err(|e| format!("dial tcp {address}: {e}"))?;
+        connector
+            .connect(sni, tcp)
+            .await
+            .map_err(|e| format!("TLS handshake with {address}: {e}"))?;
+        Ok::<_, String>(())
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| format!("dial tcp {address}: no answer within {timeout:?}"))??;
+    let chain = recorder.chain.lock().map(|c| c.clone()).unwrap_or_default();
+    if chain.is_empty() {
+        return Err(format!("{address} presented no certificate"));
+    }
+    Ok(chain)
+}
+
+/// Capture every target's chain, all at once; unreachable backends are gaps.
+pub async fn capture_all(
+    targets: Vec<TlsTarget>,
+    request_timeout: Duration,
+    deadline: Instant,
+) -> (Vec<Certificate>, Vec<Gap>) {
+    let connect_timeout = request_timeout.min(Duration::from_secs(5));
+    let results = futures::stream::iter(targets)
+        .map(|t| async move {
+            let r = match &t.address {
+                Ok(addr) => match tokio::time::timeout_at(
+                    deadline,
+                    capture_chain(addr, &t.server_name, connect_timeout),
+                )
+                .await
+                {
+                    Ok(r) => r,
+                    Err(_) => Err("not finished within --timeout".to_string()),
+                },
+                Err(why) => Err(why.clone()),
+            };
+            (t, r)
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await;
+    let mut certs = Vec::new();
+    let mut gaps = Vec::new();
+    let mut results = results;
+    results.sort_by(|a, b| a.0.owner.cmp(&b.0.owner));
+    for (t, r) in results {
+        match r {
+            Ok(chain) => {
+                let endpoint = t.address.clone().ok();
+                for (i, der) in chain.iter().enumerate() {
+                    match crate::pki::decode_der(der, i) {
+                        Ok(info) => certs.push(
+                            Certificate::from_info(
+                                info,
+                                CertOrigin {
+                                    source: CertSource::ServedChain,
+                                    owner: Some(t.owner.clone()),
+                                    file: None,
+                                    endpoint: endpoint.clone(),
+                                    chain_index: i,
+                                },
+                            )
+                            .with_der(der),
+                        ),
+                        Err(e) => gaps.push(Gap::new(
+                            format!("tls/{}", t.owner),
+                            GapReason::Error,
+                            e.to_string(),
+                        )),
+                    }
+                }
+            }
+            Err(why) => gaps.push(Gap::new(
+                format!("tls/{}", t.owner),
+                if t.address.is_err() {
+                    GapReason::NotSupplied
+                } else {
+                    GapReason::Unreachable
+                },
+                why,
+            )),
+        }
+    }
+    (certs, gaps)
+}
+
+/// Verify the captured chains (re-exported for the collection orchestrator).
+pub fn verify_served_chains(bundle: &mut EvidenceBundle) {
+    crate::bundle::verify_served_chains(bundle);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn webhook_urls_resolve_to_host_and_port() {
+        assert_eq!(
+            address_for_url("https://127.0.0.1:9444/validate").unwrap(),
+            "127.0.0.1:9444"
+        );
+        assert_eq!(
+            address_for_url("https://hook.example.com/x").unwrap(),
+            "hook.example.com:443"
+        );
+        assert!(address_for_url("http://x").is_err());
+    }
+
+    #[test]
+    fn overrides_win() {
+        let s = ServiceRef {
+            namespace: "kube-system".into(),
+            name: "metrics-server".into(),
+            port: Some(443),
+            path: None,
+        };
+        let overrides = [(
+            "metrics-server.kube-system".to_string(),
+            "127.0.0.1:4443".to_string(),
+        )]
+        .into();
+        assert_eq!(
+            address_for_service(&s, &Backends::default(), &overrides).unwrap(),
+            "127.0.0.1:4443"
+        );
+        let err = address_for_service(&s, &Backends::default(), &BTreeMap::new()).unwrap_err();
+        assert!(err.contains("not found"), "{err}");
+    }
+}

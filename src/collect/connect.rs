@@ -1,0 +1,272 @@
+//! From kubectl-style connection options to a `kube::Client`.
+//!
+//! The flags mirror kubectl's (`genericclioptions`): a kubeconfig file or the `KUBECONFIG` list,
+//! context/cluster/user selection, server and CA overrides, bearer token, client certificate,
+//! impersonation, `--insecure-skip-tls-verify`. In-cluster service-account configuration is used when
+//! no kubeconfig exists and the pod environment is present. Exec credential plugins and
+//! `HTTPS_PROXY`/`NO_PROXY` are handled by kube itself, the same way kubectl handles them.
+//!
+//! One deliberate difference from kube's defaults: the client's automatic retry of 429/503/504 is
+//! turned off. A diagnosis tool must see the 429 the API server sent, not the 200 of a later retry —
+//! the real captures show kubectl hiding ten APF rejections this way.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// How to reach the API server, as the user gave it.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// `--kubeconfig`.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context`.
+    pub context: Option<String>,
+    /// `--cluster`.
+    pub cluster: Option<String>,
+    /// `--user`.
+    pub user: Option<String>,
+    /// `-s/--server`.
+    pub server: Option<String>,
+    /// `--certificate-authority`.
+    pub certificate_authority: Option<PathBuf>,
+    /// `--client-certificate`.
+    pub client_certificate: Option<PathBuf>,
+    /// `--client-key`.
+    pub client_key: Option<PathBuf>,
+    /// `--token`.
+    pub token: Option<String>,
+    /// `--tls-server-name`.
+    pub tls_server_name: Option<String>,
+    /// `--insecure-skip-tls-verify`.
+    pub insecure_skip_tls_verify: bool,
+    /// `--as`.
+    pub impersonate: Option<String>,
+    /// `--as-group`.
+    pub impersonate_groups: Vec<String>,
+    /// `--as-uid`.
+    pub impersonate_uid: Option<String>,
+    /// `-n/--namespace`.
+    pub namespace: Option<String>,
+    /// `--request-timeout`: per request.
+    pub request_timeout: Duration,
+}
+
+/// A connected client and what it is connected to.
+#[derive(Clone)]
+pub struct Connection {
+    /// The client (retries off).
+    pub client: kube::Client,
+    /// The server URL.
+    pub server: String,
+    /// The context used, when a kubeconfig was used.
+    pub context: Option<String>,
+    /// The namespace to use for namespaced probes.
+    pub namespace: String,
+    /// The configuration the client was built from (for TLS settings reused by probes).
+    pub config: kube::Config,
+}
+
+/// Why a client could not be configured. These are input errors (exit 2), not unreachable clusters.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// No kubeconfig found and not running in a cluster.
+    #[error(
+        "no kubeconfig found (tried --kubeconfig, $KUBECONFIG, ~/.kube/config) and not running in a cluster"
+    )]
+    NoConfig,
+    /// The kubeconfig could not be read or used.
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(String),
+    /// A file named by a flag could not be read.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The client could not be built.
+    #[error("building the client: {0}")]
+    Client(String),
+}
+
+fn kubeconfig_error(e: impl std::fmt::Display) -> ConnectError {
+    ConnectError::Kubeconfig(e.to_string())
+}
+
+fn read_file(path: &PathBuf) -> Result<Vec<u8>, ConnectError> {
+    std::fs::read(path).map_err(|e| ConnectError::File {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// The service-account directory of a pod; `EXTPATH_SERVICEACCOUNT_DIR` overrides it (tests, and
+/// sidecars that mount the token elsewhere).
+fn service_account_dir() -> PathBuf {
+    std::env::var_os("EXTPATH_SERVICEACCOUNT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/run/secrets/kubernetes.io/serviceaccount"))
+}
+
+/// In-cluster configuration, as client-go's `rest.InClusterConfig`: `KUBERNETES_SERVICE_HOST` and
+/// `_PORT`, the mounted CA and namespace, and the token file (re-read by kube as it rotates).
+fn in_cluster() -> Result<kube::Config, ConnectError> {
+    let host = std::env::var("KUBERNETES_SERVICE_HOST").map_err(|_| ConnectError::NoConfig)?;
+    let port = std::env::var("KUBERNETES_SERVICE_PORT").map_err(|_| ConnectError::NoConfig)?;
+    let dir = service_account_dir();
+    let token = dir.join("token");
+    if !token.exists() {
+        return Err(ConnectError::File {
+            path: token.display().to_string(),
+            reason: "in-cluster configuration needs the service account token".into(),
+        });
+    }
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    let uri = format!("https://{host}:{port}")
+        .parse()
+        .map_err(|e| ConnectError::Kubeconfig(format!("in-cluster server: {e}")))?;
+    let mut config = kube::Config::new(uri);
+    let ca = dir.join("ca.crt");
+    let pem = read_file(&ca)?;
+    let ders = crate::pki::pem_certificates(&pem).map_err(|e| ConnectError::File {
+        path: ca.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    config.root_cert = Some(ders.into_iter().map(|d| d.to_vec()).collect());
+    config.auth_info.token_file = Some(token.display().to_string());
+    if let Ok(ns) = std::fs::read_to_string(dir.join("namespace")) {
+        config.default_namespace = ns.trim().to_string();
+    }
+    Ok(config)
+}
+
+/// `$KUBECONFIG` as kubectl reads it: a path list, merged in order, files that do not exist skipped.
+fn from_env_list() -> Result<Option<Kubeconfig>, ConnectError> {
+    let Some(list) = std::env::var_os("KUBECONFIG") else {
+        return Ok(None);
+    };
+    let mut merged: Option<Kubeconfig> = None;
+    for path in std::env::split_paths(&list) {
+        if path.as_os_str().is_empty() || !path.exists() {
+            continue;
+        }
+        let next = Kubeconfig::read_from(&path).map_err(kubeconfig_error)?;
+        merged = Some(match merged {
+            Some(m) => m.merge(next).map_err(kubeconfig_error)?,
+            None => next,
+        });
+    }
+    Ok(merged)
+}
+
+async fn base_config(
+    opts: &ConnectOptions,
+) -> Result<(kube::Config, Option<String>), ConnectError> {
+    let kc_opts = KubeConfigOptions {
+        context: opts.context.clone(),
+        cluster: opts.cluster.clone(),
+        user: opts.user.clone(),
+    };
+    let kubeconfig = if let Some(path) = &opts.kubeconfig {
+        Some(Kubeconfig::read_from(path).map_err(kubeconfig_error)?)
+    } else {
+        from_env_list()?.or_else(|| Kubeconfig::read().ok())
+    };
+    match kubeconfig {
+        Some(kc) => {
+            let context = opts.context.clone().or_else(|| kc.current_context.clone());
+            let config = kube::Config::from_custom_kubeconfig(kc, &kc_opts)
+                .await
+                .map_err(kubeconfig_error)?;
+            Ok((config, context))
+        }
+        None => {
+            if let Some(server) = &opts.server {
+                let uri = server
+                    .parse()
+                    .map_err(|e| ConnectError::Kubeconfig(format!("--server {server:?}: {e}")))?;
+                return Ok((kube::Config::new(uri), None));
+            }
+            in_cluster().map(|c| (c, None))
+        }
+    }
+}
+
+/// Build a client from the options.
+///
+/// # Errors
+/// [`ConnectError`] when the configuration is missing or unusable. Reachability is not tested here.
+pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> {
+    let (mut config, context) = base_config(opts).await?;
+    if let Some(server) = &opts.server {
+        config.cluster_url = server
+            .parse()
+            .map_err(|e| ConnectError::Kubeconfig(format!("--server {server:?}: {e}")))?;
+    }
+    if let Some(ca) = &opts.certificate_authority {
+        let pem = read_file(ca)?;
+        let ders = crate::pki::pem_certificates(&pem).map_err(|e| ConnectError::File {
+            path: ca.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        config.root_cert = Some(ders.into_iter().map(|d| d.to_vec()).collect());
+    }
+    if let Some(cert) = &opts.client_certificate {
+        config.auth_info.client_certificate = Some(cert.display().to_string());
+        config.auth_info.client_certificate_data = None;
+    }
+    if let Some(key) = &opts.client_key {
+        config.auth_info.client_key = Some(key.display().to_string());
+        config.auth_info.client_key_data = None;
+    }
+    if let Some(token) = &opts.token {
+        config.auth_info.token = Some(token.clone().into());
+        config.auth_info.token_file = None;
+    }
+    if let Some(name) = &opts.tls_server_name {
+        config.tls_server_name = Some(name.clone());
+    }
+    if opts.insecure_skip_tls_verify {
+        config.accept_invalid_certs = true;
+        config.root_cert = None;
+    }
+    if let Some(user) = &opts.impersonate {
+        config.auth_info.impersonate = Some(user.clone());
+    }
+    if !opts.impersonate_groups.is_empty() {
+        config.auth_info.impersonate_groups = Some(opts.impersonate_groups.clone());
+    }
+    if let Some(uid) = &opts.impersonate_uid {
+        config.auth_info.impersonate_uid = Some(uid.clone());
+    }
+    if let Some(ns) = &opts.namespace {
+        config.default_namespace = ns.clone();
+    }
+    if !opts.request_timeout.is_zero() {
+        config.connect_timeout = Some(opts.request_timeout);
+        config.read_timeout = Some(opts.request_timeout);
+        config.write_timeout = Some(opts.request_timeout);
+    }
+    config.default_retry = false;
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let namespace = config.default_namespace.clone();
+    let client =
+        kube::Client::try_from(config.clone()).map_err(|e| ConnectError::Client(e.to_string()))?;
+    Ok(Connection {
+        client,
+        server,
+        context,
+        namespace,
+        config,
+    })
+}

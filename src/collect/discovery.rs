@@ -1,0 +1,315 @@
+//! Probes through the API server: the discovery rung of every aggregated group/version, a list of
+//! one resource it serves, and (only on request) server-side dry-run writes through webhooks.
+//!
+//! These are the requests a user's client would make, sent through kube-apiserver so that the
+//! aggregator really proxies them with real TLS — the only way to see what `Available=True` hides
+//! (the availability controller skips CA and SAN checks; DESIGN §1 rule 7). Each outcome is recorded
+//! as a probe with its rung, status, latency, APF headers and Status causes, whatever it was.
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::fetch::Response;
+use super::{FetchError, Fetcher};
+use crate::bundle::probes::{ClientTool, ProbeKind};
+use crate::bundle::{EvidenceBundle, Gap, GapReason, ObjectRef, Probe, ProbeOrigin, Rung, Webhook};
+
+const IN_FLIGHT: usize = 64;
+
+/// A probe record from a response.
+pub fn probe_from(
+    method: &str,
+    path: &str,
+    rung: Rung,
+    target: ObjectRef,
+    res: &Result<Response, FetchError>,
+) -> Probe {
+    let mut p = Probe::new(ProbeOrigin {
+        kind: ProbeKind::Probe,
+        tool: ClientTool::Extpath,
+        files: Vec::new(),
+    });
+    p.method = Some(method.to_string());
+    p.path = Some(path.to_string());
+    p.rung = Some(rung);
+    p.target = Some(target);
+    p.at = Some(jiff::Timestamp::now());
+    match res {
+        Ok(r) => {
+            p.status = Some(r.status);
+            p.latency_ms = Some((r.latency_ms * 10.0).round() / 10.0);
+            p.headers = r.headers.clone();
+            if !(200..300).contains(&r.status) {
+                match r.status_body() {
+                    Some(s) => p.status_body = Some(s),
+                    None => {
+                        let text = r.text();
+                        p.body = Some(text.chars().take(2048).collect());
+                    }
+                }
+            }
+        }
+        Err(e) => p.error = Some(e.to_string()),
+    }
+    p
+}
+
+/// The discovery path of an APIService: `/apis/<group>/<version>`, or `/api/<version>` for core.
+pub fn discovery_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    }
+}
+
+/// The first resource of an APIResourceList that can be listed (not a subresource).
+pub fn listable_resource(doc: &Value) -> Option<String> {
+    doc.get("resources")?
+        .as_array()?
+        .iter()
+        .find(|r| {
+            let name = r.get("name").and_then(Value::as_str).unwrap_or("/");
+            let verbs = r.get("verbs").and_then(Value::as_array);
+            !name.contains('/')
+                && verbs.is_some_and(|v| v.iter().any(|x| x.as_str() == Some("list")))
+        })
+        .and_then(|r| r.get("name")?.as_str().map(str::to_string))
+}
+
+/// Probe every remote APIService: discovery, then a list of one resource when discovery answered.
+pub async fn probe_all(
+    f: &Fetcher,
+    bundle: &EvidenceBundle,
+    list_probe: bool,
+    deadline: Instant,
+) -> (Vec<Probe>, Vec<Gap>) {
+    let remote: Vec<(String, String, String)> = bundle
+        .api_services
+        .iter()
+        .filter(|a| !a.is_local())
+        .map(|a| (a.name.clone(), a.group.clone(), a.version.clone()))
+        .collect();
+    let results = futures::stream::iter(remote)
+        .map(|(name, group, version)| async move {
+            let owner = ObjectRef::cluster("APIService", &name);
+            let path = discovery_path(&group, &version);
+            let res =
+                match tokio::time::timeout_at(deadline, f.request(http::Method::GET, &path, None))
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(_) => Err(FetchError::Timeout(f.request_timeout())),
+                };
+            let mut probes = vec![probe_from(
+                "GET",
+                &path,
+                Rung::Discovery,
+                owner.clone(),
+                &res,
+            )];
+            if let Ok(r) = &res
+                && list_probe
+                && (200..300).contains(&r.status)
+                && let Some(resource) = serde_json::from_slice::<Value>(&r.body)
+                    .ok()
+                    .as_ref()
+                    .and_then(listable_resource)
+            {
+                let list_path = format!("{path}/{resource}?limit=1");
+                let res = match tokio::time::timeout_at(
+                    deadline,
+                    f.request(http::Method::GET, &list_path, None),
+                )
+                .await
+                {
+                    Ok(r) => r,
+                    Err(_) => Err(FetchError::Timeout(f.request_timeout())),
+                };
+                let probe = probe_from("GET", &list_path, Rung::Verb, owner.clone(), &res);
+                if let Some(why) = own_permission_denied(&probe) {
+                    return (
+                        probes,
+                        Some(Gap::new(
+                            format!("probes/verb/{owner}"),
+                            GapReason::Forbidden,
+                            why,
+                        )),
+                    );
+                }
+                probes.push(probe);
+            }
+            (probes, None)
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await;
+    let mut probes = Vec::new();
+    let mut gaps = Vec::new();
+    for (p, g) in results {
+        probes.extend(p);
+        gaps.extend(g);
+    }
+    probes.sort_by(|a, b| a.path.cmp(&b.path));
+    gaps.sort_by(|a, b| a.source.cmp(&b.source));
+    (probes, gaps)
+}
+
+/// A 403 on the verb probe that only says the collector itself may not list the resource (the
+/// least-privilege ClusterRole does not grant it) is a gap, not evidence. A 403 naming
+/// `system:anonymous` is kept: that is the extension server not trusting the front-proxy identity.
+pub fn own_permission_denied(p: &Probe) -> Option<String> {
+    let s = p.status_body.as_ref()?;
+    if p.status != Some(403) || s.reason != "Forbidden" {
+        return None;
+    }
+    if s.message.contains("User \"system:anonymous\"") {
+        return None;
+    }
+    Some(format!("the collector may not list it: {}", s.message))
+}
+
+/// A harmless object a webhook's rules match, and where to create it: a ConfigMap, when the webhook
+/// intercepts CREATE of configmaps (or everything) in some namespace its selector matches.
+fn admission_probe_for(
+    w: &Webhook,
+    namespaces: &[(String, std::collections::BTreeMap<String, String>)],
+    preferred: &str,
+) -> Option<(String, Value)> {
+    let covers = w.rules.iter().any(|r| {
+        let op = r.operations.iter().any(|o| o == "CREATE" || o == "*");
+        let group = r.api_groups.iter().any(|g| g.is_empty() || g == "*");
+        let res = r
+            .resources
+            .iter()
+            .any(|x| x == "configmaps" || x == "*" || x == "*/*");
+        op && group && res
+    });
+    if !covers {
+        return None;
+    }
+    // The namespace given with -n when the webhook looks there, else the first one it looks at.
+    let (ns, _) = namespaces
+        .iter()
+        .filter(|(_, labels)| w.namespace_selector.matches(labels))
+        .min_by_key(|(name, _)| name.as_str() != preferred)?;
+    let labels: serde_json::Map<String, Value> = w
+        .object_selector
+        .match_labels
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let object = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"generateName": "extpath-probe-", "namespace": ns, "labels": labels},
+        "data": {"purpose": "extpath admission probe (server-side dry run; never stored)"}
+    });
+    Some((ns.clone(), object))
+}
+
+/// Server-side dry-run creates through each webhook that intercepts ConfigMap creation.
+/// Never without `dryRun=All`.
+pub async fn probe_admission(
+    f: &Fetcher,
+    bundle: &EvidenceBundle,
+    preferred_namespace: &str,
+    deadline: Instant,
+) -> (Vec<Probe>, Vec<Gap>) {
+    let mut gaps = Vec::new();
+    let namespaces: Vec<(String, std::collections::BTreeMap<String, String>)> =
+        match f.list_all("/api/v1/namespaces").await {
+            Ok(items) => items
+                .iter()
+                .filter_map(|n| {
+                    let name = n.pointer("/metadata/name")?.as_str()?.to_string();
+                    let labels = n
+                        .pointer("/metadata/labels")
+                        .and_then(|l| serde_json::from_value(l.clone()).ok())
+                        .unwrap_or_default();
+                    Some((name, labels))
+                })
+                .collect(),
+            Err(e) => {
+                gaps.push(Gap::new("probes/admission", e.gap_reason(), e.to_string()));
+                return (Vec::new(), gaps);
+            }
+        };
+    let mut probes = Vec::new();
+    for w in &bundle.webhooks {
+        let owner = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
+        let Some((ns, object)) = admission_probe_for(w, &namespaces, preferred_namespace) else {
+            gaps.push(Gap::new(
+                format!("probes/admission/{owner}"),
+                GapReason::NotSupplied,
+                "no harmless object (a ConfigMap) in a matching namespace is intercepted by this webhook",
+            ));
+            continue;
+        };
+        let path = format!("/api/v1/namespaces/{ns}/configmaps?dryRun=All");
+        let body = serde_json::to_vec(&object).unwrap_or_default();
+        let res = match tokio::time::timeout_at(
+            deadline,
+            f.request(http::Method::POST, &path, Some(body)),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(FetchError::Timeout(f.request_timeout())),
+        };
+        probes.push(probe_from("POST", &path, Rung::Admission, owner, &res));
+    }
+    (probes, gaps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::{LabelSelector, WebhookRule};
+
+    #[test]
+    fn the_list_probe_picks_a_listable_top_level_resource() {
+        let doc = serde_json::json!({"resources": [
+            {"name": "flunders/status", "verbs": ["get"]},
+            {"name": "fischers", "verbs": ["get"]},
+            {"name": "flunders", "verbs": ["get", "list", "watch"]}
+        ]});
+        assert_eq!(listable_resource(&doc).as_deref(), Some("flunders"));
+        assert_eq!(discovery_path("", "v1"), "/api/v1");
+    }
+
+    #[test]
+    fn admission_probes_go_where_the_webhook_looks() {
+        let mut w = Webhook {
+            name: "w".into(),
+            rules: vec![WebhookRule {
+                operations: vec!["CREATE".into()],
+                api_groups: vec!["".into()],
+                api_versions: vec!["v1".into()],
+                resources: vec!["configmaps".into()],
+                scope: None,
+            }],
+            ..Webhook::default()
+        };
+        w.namespace_selector = LabelSelector {
+            match_labels: [("team".to_string(), "a".to_string())].into(),
+            match_expressions: vec![],
+        };
+        let nss = vec![
+            ("default".to_string(), Default::default()),
+            (
+                "a".to_string(),
+                [("team".to_string(), "a".to_string())].into(),
+            ),
+        ];
+        let (ns, obj) = admission_probe_for(&w, &nss, "default").unwrap();
+        assert_eq!(ns, "a");
+        assert_eq!(obj["kind"], "ConfigMap");
+        w.namespace_selector = LabelSelector::default();
+        assert_eq!(admission_probe_for(&w, &nss, "a").unwrap().0, "a");
+        assert_eq!(admission_probe_for(&w, &nss, "zz").unwrap().0, "default");
+        w.rules[0].resources = vec!["pods".into()];
+        assert!(admission_probe_for(&w, &nss, "a").is_none());
+    }
+}

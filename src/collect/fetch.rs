@@ -1,0 +1,343 @@
+//! HTTP against the API server, with the deadlines and error classes collection needs.
+//!
+//! Every request goes through [`Fetcher`], which bounds it by `--request-timeout`, measures its latency,
+//! keeps the headers that matter, parses `Status` bodies, and classifies failures so that a collector
+//! can turn them into a gap with a reason (403 → forbidden, 404 → not served, deadline → timeout,
+//! connection failure → unreachable). Lists are paginated with `limit`/`continue`. Long bodies
+//! (`/metrics`) are streamed line by line and never held whole.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use crate::bundle::probes::ResponseHeaders;
+use crate::bundle::{GapReason, StatusBody};
+
+/// Page size for lists.
+const PAGE: usize = 500;
+
+/// A response of any status.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// HTTP status.
+    pub status: u16,
+    /// Headers that matter.
+    pub headers: ResponseHeaders,
+    /// Body.
+    pub body: Bytes,
+    /// Time to the end of the body, ms.
+    pub latency_ms: f64,
+}
+
+impl Response {
+    /// The body as a `Status`, if it is one.
+    pub fn status_body(&self) -> Option<StatusBody> {
+        serde_json::from_slice::<Value>(&self.body)
+            .ok()
+            .and_then(|v| StatusBody::from_json(&v))
+    }
+
+    /// The body as text (lossy), for non-Status error bodies.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Why a request did not give what was asked.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FetchError {
+    /// A response arrived with a non-success status.
+    #[error("HTTP {code}: {message}")]
+    Status {
+        /// HTTP status.
+        code: u16,
+        /// The Status message or body text.
+        message: String,
+    },
+    /// No response within the request timeout.
+    #[error("no response within {0:?}")]
+    Timeout(Duration),
+    /// The connection failed (refused, DNS, TLS to the API server, reset).
+    #[error("{0}")]
+    Transport(String),
+    /// A response arrived but could not be decoded.
+    #[error("undecodable response: {0}")]
+    Decode(String),
+}
+
+impl FetchError {
+    /// The gap reason for this failure.
+    pub fn gap_reason(&self) -> GapReason {
+        match self {
+            FetchError::Status { code: 401, .. } => GapReason::Unauthorized,
+            FetchError::Status { code: 403, .. } => GapReason::Forbidden,
+            FetchError::Status { code: 404, .. } => GapReason::NotServed,
+            FetchError::Status { .. } | FetchError::Decode(_) => GapReason::Error,
+            FetchError::Timeout(_) => GapReason::Timeout,
+            FetchError::Transport(_) => GapReason::Unreachable,
+        }
+    }
+
+    /// Whether this says the API server itself could not be reached.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, FetchError::Transport(_) | FetchError::Timeout(_))
+    }
+}
+
+/// The request side of collection.
+#[derive(Clone)]
+pub struct Fetcher {
+    client: kube::Client,
+    request_timeout: Duration,
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = s.source();
+    }
+    parts.join(": ")
+}
+
+fn headers_of(h: &http::HeaderMap) -> ResponseHeaders {
+    let get = |name: &str| {
+        h.get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    ResponseHeaders {
+        retry_after: get("retry-after"),
+        flow_schema_uid: get("x-kubernetes-pf-flowschema-uid"),
+        priority_level_uid: get("x-kubernetes-pf-prioritylevel-uid"),
+        audit_id: get("audit-id"),
+        content_type: get("content-type"),
+        date: get("date"),
+    }
+}
+
+impl Fetcher {
+    /// A fetcher over a client, each request bounded by `request_timeout` (zero = 10 s).
+    pub fn new(client: kube::Client, request_timeout: Duration) -> Self {
+        let request_timeout = if request_timeout.is_zero() {
+            Duration::from_secs(10)
+        } else {
+            request_timeout
+        };
+        Fetcher {
+            client,
+            request_timeout,
+        }
+    }
+
+    /// The per-request deadline.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// Send one request and read the whole body; any status is a response.
+    ///
+    /// # Errors
+    /// [`FetchError::Timeout`] or [`FetchError::Transport`] when no response arrived.
+    pub async fn request(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Response, FetchError> {
+        let mut builder = http::Request::builder().method(method).uri(path);
+        if body.is_some() {
+            builder = builder.header("content-type", "application/json");
+        }
+        let req = builder
+            .header("accept", "application/json, */*")
+            .body(kube::client::Body::from(body.unwrap_or_default()))
+            .map_err(|e| FetchError::Transport(e.to_string()))?;
+        let started = Instant::now();
+        let fut = async {
+            let res = self
+                .client
+                .send(req)
+                .await
+                .map_err(|e| FetchError::Transport(error_chain(&e)))?;
+            let status = res.status().as_u16();
+            let headers = headers_of(res.headers());
+            let body = res
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| FetchError::Transport(error_chain(&e)))?
+                .to_bytes();
+            Ok(Response {
+                status,
+                headers,
+                body,
+                latency_ms: 0.0,
+            })
+        };
+        let mut res = tokio::time::timeout(self.request_timeout, fut)
+            .await
+            .map_err(|_| FetchError::Timeout(self.request_timeout))??;
+        res.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(res)
+    }
+
+    /// GET a JSON document; non-2xx is an error.
+    ///
+    /// # Errors
+    /// [`FetchError`] for transport failures, non-2xx statuses and undecodable bodies.
+    pub async fn get_json(&self, path: &str) -> Result<Value, FetchError> {
+        let res = self.request(http::Method::GET, path, None).await?;
+        if !(200..300).contains(&res.status) {
+            return Err(status_error(&res));
+        }
+        serde_json::from_slice(&res.body).map_err(|e| FetchError::Decode(e.to_string()))
+    }
+
+    /// List every item of a collection, following `continue` tokens.
+    ///
+    /// # Errors
+    /// The first page's [`FetchError`].
+    pub async fn list_all(&self, path: &str) -> Result<Vec<Value>, FetchError> {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let mut items = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let url = match &token {
+                Some(t) => format!("{path}{sep}limit={PAGE}&continue={}", urlencode(t)),
+                None => format!("{path}{sep}limit={PAGE}"),
+            };
+            let mut page = self.get_json(&url).await?;
+            let list_kind = page
+                .get("kind")
+                .and_then(Value::as_str)
+                .map(|k| k.trim_end_matches("List").to_string());
+            let api_version = page
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            if let Some(Value::Array(arr)) = page.get_mut("items").map(Value::take) {
+                for mut item in arr {
+                    // Items of a list carry no apiVersion/kind; restore them so typed decoding and
+                    // version-aware mapping see what the list said.
+                    if let Value::Object(obj) = &mut item {
+                        if let (Some(k), false) = (&list_kind, obj.contains_key("kind")) {
+                            obj.insert("kind".into(), Value::String(k.clone()));
+                        }
+                        if let (Some(a), false) = (&api_version, obj.contains_key("apiVersion")) {
+                            obj.insert("apiVersion".into(), Value::String(a.clone()));
+                        }
+                    }
+                    items.push(item);
+                }
+            }
+            token = page
+                .pointer("/metadata/continue")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string);
+            if token.is_none() {
+                return Ok(items);
+            }
+        }
+    }
+
+    /// GET and feed the body to `on_line` one line at a time, without holding it whole.
+    /// Non-2xx is an error (its body is read, bounded, for the message).
+    ///
+    /// # Errors
+    /// [`FetchError`] for transport failures and non-2xx statuses; an error from `on_line` is
+    /// returned as [`FetchError::Decode`].
+    pub async fn get_lines<F>(&self, path: &str, mut on_line: F) -> Result<(), FetchError>
+    where
+        F: FnMut(&str) -> Result<(), String>,
+    {
+        let req = http::Request::get(path)
+            .header("accept", "text/plain;version=0.0.4, */*")
+            .body(kube::client::Body::from(Vec::new()))
+            .map_err(|e| FetchError::Transport(e.to_string()))?;
+        let fut = async {
+            let res = self
+                .client
+                .send(req)
+                .await
+                .map_err(|e| FetchError::Transport(error_chain(&e)))?;
+            let status = res.status().as_u16();
+            let headers = headers_of(res.headers());
+            let mut body = res.into_body();
+            if !(200..300).contains(&status) {
+                let bytes = body
+                    .collect()
+                    .await
+                    .map(|c| c.to_bytes())
+                    .unwrap_or_default();
+                return Err(status_error(&Response {
+                    status,
+                    headers,
+                    body: bytes,
+                    latency_ms: 0.0,
+                }));
+            }
+            let mut pending: Vec<u8> = Vec::with_capacity(4096);
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| FetchError::Transport(error_chain(&e)))?;
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                pending.extend_from_slice(&data);
+                let mut start = 0;
+                while let Some(pos) = pending[start..].iter().position(|&b| b == b'\n') {
+                    let line = std::str::from_utf8(&pending[start..start + pos])
+                        .map_err(|_| FetchError::Decode("not UTF-8".into()))?;
+                    on_line(line).map_err(FetchError::Decode)?;
+                    start += pos + 1;
+                }
+                pending.drain(..start);
+            }
+            if !pending.is_empty() {
+                let line = std::str::from_utf8(&pending)
+                    .map_err(|_| FetchError::Decode("not UTF-8".into()))?;
+                on_line(line).map_err(FetchError::Decode)?;
+            }
+            Ok(())
+        };
+        // A body of tens of megabytes may legitimately take longer than one round trip; it still
+        // has a bound, four request timeouts.
+        tokio::time::timeout(self.request_timeout * 4, fut)
+            .await
+            .map_err(|_| FetchError::Timeout(self.request_timeout * 4))?
+    }
+}
+
+/// The error for a non-2xx response: the Status message when there is one, else the body text.
+pub fn status_error(res: &Response) -> FetchError {
+    let message = res
+        .status_body()
+        .map(|s| s.message)
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| res.text().trim().chars().take(300).collect());
+    FetchError::Status {
+        code: res.status,
+        message,
+    }
+}
+
+/// Percent-encode a query value.
+pub fn urlencode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}

@@ -1,0 +1,103 @@
+//! `/readyz?verbose` and `/livez?verbose`.
+//!
+//! An unhealthy answer is evidence, not a failure to collect: the 500 body with `[-]etcd failed:
+//! reason withheld` is exactly what the Storage rules read. Only a request that got no answer at all
+//! becomes a gap.
+
+use super::{Contribution, Fetcher, SourceFuture};
+use crate::bundle::observations::HealthEndpoint;
+use crate::bundle::{EvidenceBundle, HealthCheck, HealthCheckItem};
+
+/// Parse verbose health output (`[+]name ok` / `[-]name failed: reason` lines, then
+/// `readyz check passed|failed`).
+pub fn parse_verbose(endpoint: HealthEndpoint, status: u16, body: &str) -> HealthCheck {
+    let mut checks = Vec::new();
+    let mut summary_ok = None;
+    for line in body.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("[+]") {
+            let name = rest.trim_end_matches(" ok").trim().to_string();
+            checks.push(HealthCheckItem {
+                name,
+                ok: true,
+                reason: None,
+            });
+        } else if let Some(rest) = line.strip_prefix("[-]") {
+            let (name, reason) = match rest.split_once(" failed") {
+                Some((n, r)) => (
+                    n.trim().to_string(),
+                    Some(r.trim_start_matches(':').trim().to_string()).filter(|s| !s.is_empty()),
+                ),
+                None => (rest.trim().to_string(), None),
+            };
+            checks.push(HealthCheckItem {
+                name,
+                ok: false,
+                reason,
+            });
+        } else if line.ends_with("check passed") {
+            summary_ok = Some(true);
+        } else if line.ends_with("check failed") {
+            summary_ok = Some(false);
+        }
+    }
+    let ok = summary_ok.unwrap_or((200..300).contains(&status) && checks.iter().all(|c| c.ok));
+    HealthCheck {
+        endpoint,
+        ok,
+        error: (!ok && checks.is_empty()).then(|| body.trim().chars().take(300).collect()),
+        checks,
+        target: None,
+        origin: None,
+    }
+}
+
+fn fetch_health<'a>(
+    f: &'a Fetcher,
+    endpoint: HealthEndpoint,
+    path: &'static str,
+) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let res = f.request(http::Method::GET, path, None).await?;
+        if matches!(res.status, 401 | 403 | 404) {
+            return Err(super::fetch::status_error(&res));
+        }
+        let mut check = parse_verbose(endpoint, res.status, &res.text());
+        check.origin = Some(path.to_string());
+        let apply: Contribution =
+            Box::new(move |b: &mut EvidenceBundle| b.health_checks.push(check));
+        Ok(apply)
+    })
+}
+
+/// `/readyz?verbose`.
+pub fn fetch_readyz(f: &Fetcher) -> SourceFuture<'_> {
+    fetch_health(f, HealthEndpoint::ApiserverReadyz, "/readyz?verbose")
+}
+
+/// `/livez?verbose`.
+pub fn fetch_livez(f: &Fetcher) -> SourceFuture<'_> {
+    fetch_health(f, HealthEndpoint::ApiserverLivez, "/livez?verbose")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_etcd_check_is_read() {
+        let body = "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[+]shutdown ok\nreadyz check failed\n";
+        let c = parse_verbose(HealthEndpoint::ApiserverReadyz, 500, body);
+        assert!(!c.ok);
+        let etcd = c.checks.iter().find(|c| c.name == "etcd").unwrap();
+        assert!(!etcd.ok);
+        assert_eq!(etcd.reason.as_deref(), Some("reason withheld"));
+        assert!(
+            parse_verbose(
+                HealthEndpoint::ApiserverReadyz,
+                200,
+                "[+]ping ok\nreadyz check passed\n"
+            )
+            .ok
+        );
+    }
+}

@@ -1,0 +1,352 @@
+//! Live collection: cluster → [`EvidenceBundle`]. The only module that talks to an API server.
+//!
+//! Collection never judges. It gathers what the rules read, and when a source cannot be read it
+//! records a gap with the reason (403, timeout, not served, unreachable) and goes on: on a managed
+//! cluster without etcd metrics the verdicts still come, with the gap named.
+//!
+//! Shape of a run (DESIGN §5, "fast"): every independent request is in flight at once, each under
+//! `--request-timeout`, the whole run under `--timeout` (what has not answered by then becomes a
+//! timeout gap). Three stages, because some requests need the answers of others:
+//!
+//! 1. [`STAGE_ONE`]: the objects that name everything else (APIServices, webhook configurations,
+//!    CRDs, FlowSchemas and priority levels), `/version`, `/readyz`, `/livez`, and the first
+//!    `/metrics` scrape.
+//! 2. For what stage one referenced: the Services, Endpoints and EndpointSlices behind each backend,
+//!    Events in their namespaces, the discovery probe of every aggregated group/version (and a list
+//!    of one resource it serves), optional admission dry-run probes.
+//! 3. Pods behind those Services (selectors come from stage two) and the TLS handshake with every
+//!    reachable backend.
+//!
+//! Meanwhile the metrics window runs; the second scrape closes it. So a scan costs about three
+//! round trips or the window, whichever is longer — not the sum of the requests.
+//!
+//! Each source lives in its own file as an async fetch and a pure transform into bundle types; the
+//! transforms are tested on hand-built objects.
+
+pub mod backends;
+pub mod certificates;
+pub mod connect;
+pub mod discovery;
+pub mod fetch;
+pub mod flowcontrol;
+pub mod health;
+pub mod metrics;
+pub mod objects;
+pub mod refs;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::time::Instant;
+
+use crate::bundle::{CollectionSource, EvidenceBundle, Gap, TimeBasis};
+pub use connect::{ConnectError, ConnectOptions, Connection, connect};
+pub use fetch::{FetchError, Fetcher};
+
+/// What a collection does beyond the defaults.
+#[derive(Debug, Clone)]
+pub struct CollectOptions {
+    /// Per request (`--request-timeout`, default 10 s).
+    pub request_timeout: Duration,
+    /// The whole run (`--timeout`); what is not done by then becomes a gap.
+    pub timeout: Duration,
+    /// Metrics window (`--window`): the time between the two scrapes; zero = one scrape.
+    pub window: Duration,
+    /// `--backend-address svc.ns=host:port`: where to reach a backend for the TLS handshake.
+    pub backend_addresses: BTreeMap<String, String>,
+    /// `--probe-admission`: send server-side dry-run creates through matching webhooks.
+    pub probe_admission: bool,
+    /// After a discovery probe answers, list one resource of the group/version (off with
+    /// `--skip-list-probe`: the least-privilege ClusterRole does not grant lists of aggregated
+    /// resources).
+    pub list_probe: bool,
+    /// Namespace for namespaced probes (`-n`).
+    pub namespace: String,
+}
+
+impl Default for CollectOptions {
+    fn default() -> Self {
+        CollectOptions {
+            request_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(60),
+            window: Duration::from_secs(10),
+            backend_addresses: BTreeMap::new(),
+            probe_admission: false,
+            list_probe: true,
+            namespace: "default".into(),
+        }
+    }
+}
+
+/// What a source contributes: applied to the bundle in table order, so output is deterministic
+/// whatever order the responses arrived in.
+pub type Contribution = Box<dyn FnOnce(&mut EvidenceBundle) + Send>;
+
+/// A source's future: its contribution, or the failure that becomes its gap.
+pub type SourceFuture<'a> = BoxFuture<'a, Result<Contribution, FetchError>>;
+
+/// One entry of the stage-one table.
+pub struct Source {
+    /// Gap source id when it fails (`objects/apiservices`, `metrics/apiserver`, …).
+    pub id: &'static str,
+    /// What it fetches, for progress output.
+    pub what: &'static str,
+    /// The fetch.
+    pub fetch: for<'a> fn(&'a Fetcher) -> SourceFuture<'a>,
+}
+
+/// Stage one: the sources that need nothing but the API server. Add a collector here.
+pub const STAGE_ONE: &[Source] = &[
+    Source {
+        id: "version",
+        what: "/version",
+        fetch: objects::fetch_version,
+    },
+    Source {
+        id: "objects/apiservices",
+        what: "APIServices",
+        fetch: objects::fetch_api_services,
+    },
+    Source {
+        id: "objects/validatingwebhookconfigurations",
+        what: "validating webhooks",
+        fetch: objects::fetch_validating_webhooks,
+    },
+    Source {
+        id: "objects/mutatingwebhookconfigurations",
+        what: "mutating webhooks",
+        fetch: objects::fetch_mutating_webhooks,
+    },
+    Source {
+        id: "objects/customresourcedefinitions",
+        what: "CRDs",
+        fetch: objects::fetch_crds,
+    },
+    Source {
+        id: "objects/flowcontrol",
+        what: "FlowSchemas and priority levels",
+        fetch: flowcontrol::fetch,
+    },
+    Source {
+        id: "health/readyz",
+        what: "/readyz",
+        fetch: health::fetch_readyz,
+    },
+    Source {
+        id: "health/livez",
+        what: "/livez",
+        fetch: health::fetch_livez,
+    },
+];
+
+/// Progress reporting, so the CLI can draw a bar on a TTY and nothing elsewhere.
+pub trait Progress: Send + Sync {
+    /// `total` steps are now known.
+    fn set_total(&self, total: u64);
+    /// One step finished.
+    fn step(&self, what: &str);
+}
+
+/// No progress output.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn set_total(&self, _: u64) {}
+    fn step(&self, _: &str) {}
+}
+
+/// The result of a collection.
+pub struct Collected {
+    /// The evidence, with gaps.
+    pub bundle: EvidenceBundle,
+    /// Set when the API server could not be reached at all (exit code 3).
+    pub unreachable: Option<String>,
+}
+
+/// Run `fut` until `deadline`; a miss becomes a timeout.
+async fn bounded<T>(
+    deadline: Instant,
+    fut: impl std::future::Future<Output = Result<T, FetchError>>,
+) -> Result<T, FetchError> {
+    match tokio::time::timeout_at(deadline, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::Timeout(Duration::ZERO)),
+    }
+}
+
+fn gap_for(id: &str, e: &FetchError) -> Gap {
+    let detail = match e {
+        FetchError::Timeout(d) if d.is_zero() => "not finished within --timeout".to_string(),
+        other => other.to_string(),
+    };
+    Gap::new(id, e.gap_reason(), detail)
+}
+
+/// Collect everything from a connected API server.
+pub async fn collect(
+    conn: &Connection,
+    opts: &CollectOptions,
+    progress: &dyn Progress,
+) -> Collected {
+    let started = Instant::now();
+    let deadline = started + opts.timeout;
+    let fetcher = Fetcher::new(conn.client.clone(), opts.request_timeout);
+    let mut bundle = EvidenceBundle::new(CollectionSource::Live {
+        server: conn.server.clone(),
+        context: conn.context.clone(),
+    });
+    progress.set_total(STAGE_ONE.len() as u64 + 4);
+
+    // Stage one, plus the first scrape.
+    let stage_one = futures::future::join_all(STAGE_ONE.iter().map(|s| {
+        let f = &fetcher;
+        async move {
+            let r = bounded(deadline, (s.fetch)(f)).await;
+            progress.step(s.what);
+            (s, r)
+        }
+    }));
+    let first_scrape = bounded(deadline, metrics::scrape(&fetcher));
+    let (stage_one, first_scrape) = tokio::join!(stage_one, first_scrape);
+    let scrape_one_at = jiff::Timestamp::now();
+    progress.step("/metrics");
+
+    let mut transport_failures = Vec::new();
+    for (source, result) in stage_one {
+        match result {
+            Ok(apply) => apply(&mut bundle),
+            Err(e) => {
+                if e.is_unreachable() {
+                    transport_failures.push(e.to_string());
+                }
+                bundle.gaps.push(gap_for(source.id, &e));
+            }
+        }
+    }
+    if transport_failures.len() == STAGE_ONE.len() && first_scrape.as_ref().is_err() {
+        return Collected {
+            unreachable: Some(format!(
+                "the API server at {} could not be reached: {}",
+                conn.server, transport_failures[0]
+            )),
+            bundle,
+        };
+    }
+
+    // Stages two and three while the metrics window runs.
+    let references = refs::References::of(&bundle);
+    let window = async {
+        match &first_scrape {
+            Ok(_) if !opts.window.is_zero() => {
+                let until = (Instant::now() + opts.window).min(deadline);
+                tokio::time::sleep_until(until).await;
+                let second = bounded(deadline, metrics::scrape(&fetcher)).await;
+                progress.step("/metrics (second scrape)");
+                Some((second, jiff::Timestamp::now()))
+            }
+            _ => None,
+        }
+    };
+    let later = later_stages(&fetcher, &bundle, &references, opts, deadline, progress);
+    let (second, later) = tokio::join!(window, later);
+    for apply in later.contributions {
+        apply(&mut bundle);
+    }
+    bundle.gaps.extend(later.gaps);
+    bundle.probes.extend(later.probes);
+
+    match first_scrape {
+        Ok(first) => {
+            let source = match second {
+                Some((Ok(second), at)) => {
+                    metrics::windowed(first, second, scrape_one_at, at, &conn.server)
+                }
+                Some((Err(e), _)) => {
+                    bundle.gaps.push(Gap::new(
+                        "metrics/apiserver/window",
+                        e.gap_reason(),
+                        format!("second scrape failed ({e}); counters are cumulative history only"),
+                    ));
+                    metrics::single(first, scrape_one_at, &conn.server)
+                }
+                None => metrics::single(first, scrape_one_at, &conn.server),
+            };
+            bundle.collection.metrics_window = source.window.clone();
+            bundle.metrics.push(source);
+        }
+        Err(e) => bundle.gaps.push(gap_for("metrics/apiserver", &e)),
+    }
+
+    bundle.collection.collected_at = Some(jiff::Timestamp::now());
+    bundle.collection.collected_at_basis = Some(TimeBasis::Clock);
+    certificates::verify_served_chains(&mut bundle);
+    Collected {
+        bundle,
+        unreachable: None,
+    }
+}
+
+/// What stages two and three produced.
+#[derive(Default)]
+struct Later {
+    contributions: Vec<Contribution>,
+    probes: Vec<crate::bundle::Probe>,
+    gaps: Vec<Gap>,
+}
+
+async fn later_stages(
+    fetcher: &Fetcher,
+    bundle: &EvidenceBundle,
+    references: &refs::References,
+    opts: &CollectOptions,
+    deadline: Instant,
+    progress: &dyn Progress,
+) -> Later {
+    let mut out = Later::default();
+
+    // Stage two: objects behind the references, discovery probes, events.
+    let objects = bounded(deadline, backends::fetch(fetcher, references));
+    let probes = discovery::probe_all(fetcher, bundle, opts.list_probe, deadline);
+    let admission = async {
+        if opts.probe_admission {
+            discovery::probe_admission(fetcher, bundle, &opts.namespace, deadline).await
+        } else {
+            (Vec::new(), Vec::new())
+        }
+    };
+    let (objects, (probes, probe_gaps), (adm_probes, adm_gaps)) =
+        tokio::join!(objects, probes, admission);
+    progress.step("Services, endpoints and discovery probes");
+    out.probes.extend(probes);
+    out.probes.extend(adm_probes);
+    out.gaps.extend(probe_gaps);
+    out.gaps.extend(adm_gaps);
+    let backends = match objects {
+        Ok(b) => b,
+        Err(e) => {
+            out.gaps.push(gap_for("objects/backends", &e));
+            backends::Backends::default()
+        }
+    };
+
+    // Stage three: pods behind the Services, and TLS handshakes with the backends.
+    let pods = bounded(deadline, backends::fetch_pods(fetcher, &backends));
+    let targets = certificates::targets(bundle, &backends, &opts.backend_addresses);
+    let handshakes = certificates::capture_all(targets, opts.request_timeout, deadline);
+    let (pods, (certs, cert_gaps)) = tokio::join!(pods, handshakes);
+    progress.step("pods and TLS handshakes");
+    out.gaps.extend(backends.gaps.clone());
+    out.contributions
+        .push(Box::new(move |b: &mut EvidenceBundle| backends.apply(b)));
+    match pods {
+        Ok(apply) => out.contributions.push(apply),
+        Err(e) => out.gaps.push(gap_for("objects/pods", &e)),
+    }
+    out.contributions
+        .push(Box::new(move |b: &mut EvidenceBundle| {
+            b.certificates.extend(certs)
+        }));
+    out.gaps.extend(cert_gaps);
+    out
+}

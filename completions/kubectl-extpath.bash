@@ -16,11 +16,17 @@ _kubectl_extpath() {
             ",$1")
                 cmd="kubectl_extpath"
                 ;;
+            kubectl_extpath,analyze)
+                cmd="kubectl_extpath__subcmd__analyze"
+                ;;
             kubectl_extpath,collect)
                 cmd="kubectl_extpath__subcmd__collect"
                 ;;
             kubectl_extpath,completions)
                 cmd="kubectl_extpath__subcmd__completions"
+                ;;
+            kubectl_extpath,explain)
+                cmd="kubectl_extpath__subcmd__explain"
                 ;;
             kubectl_extpath,help)
                 cmd="kubectl_extpath__subcmd__help"
@@ -31,11 +37,20 @@ _kubectl_extpath() {
             kubectl_extpath,replay)
                 cmd="kubectl_extpath__subcmd__replay"
                 ;;
+            kubectl_extpath,rules)
+                cmd="kubectl_extpath__subcmd__rules"
+                ;;
+            kubectl_extpath__subcmd__help,analyze)
+                cmd="kubectl_extpath__subcmd__help__subcmd__analyze"
+                ;;
             kubectl_extpath__subcmd__help,collect)
                 cmd="kubectl_extpath__subcmd__help__subcmd__collect"
                 ;;
             kubectl_extpath__subcmd__help,completions)
                 cmd="kubectl_extpath__subcmd__help__subcmd__completions"
+                ;;
+            kubectl_extpath__subcmd__help,explain)
+                cmd="kubectl_extpath__subcmd__help__subcmd__explain"
                 ;;
             kubectl_extpath__subcmd__help,help)
                 cmd="kubectl_extpath__subcmd__help__subcmd__help"
@@ -46,8 +61,20 @@ _kubectl_extpath() {
             kubectl_extpath__subcmd__help,replay)
                 cmd="kubectl_extpath__subcmd__help__subcmd__replay"
                 ;;
+            kubectl_extpath__subcmd__help,rules)
+                cmd="kubectl_extpath__subcmd__help__subcmd__rules"
+                ;;
             kubectl_extpath__subcmd__help__subcmd__replay,serve)
                 cmd="kubectl_extpath__subcmd__help__subcmd__replay__subcmd__serve"
+                ;;
+            kubectl_extpath__subcmd__help__subcmd__rules,lint)
+                cmd="kubectl_extpath__subcmd__help__subcmd__rules__subcmd__lint"
+                ;;
+            kubectl_extpath__subcmd__help__subcmd__rules,list)
+                cmd="kubectl_extpath__subcmd__help__subcmd__rules__subcmd__list"
+                ;;
+            kubectl_extpath__subcmd__help__subcmd__rules,test)
+                cmd="kubectl_extpath__subcmd__help__subcmd__rules__subcmd__test"
                 ;;
             kubectl_extpath__subcmd__replay,help)
                 cmd="kubectl_extpath__subcmd__replay__subcmd__help"
@@ -61,6 +88,30 @@ _kubectl_extpath() {
             kubectl_extpath__subcmd__replay__subcmd__help,serve)
                 cmd="kubectl_extpath__subcmd__replay__subcmd__help__subcmd__serve"
                 ;;
+            kubectl_extpath__subcmd__rules,help)
+                cmd="kubectl_extpath__subcmd__rules__subcmd__help"
+                ;;
+            kubectl_extpath__subcmd__rules,lint)
+                cmd="kubectl_extpath__subcmd__rules__subcmd__lint"
+                ;;
+            kubectl_extpath__subcmd__rules,list)
+                cmd="kubectl_extpath__subcmd__rules__subcmd__list"
+                ;;
+            kubectl_extpath__subcmd__rules,test)
+                cmd="kubectl_extpath__subcmd__rules__subcmd__test"
+                ;;
+            kubectl_extpath__subcmd__rules__subcmd__help,help)
+                cmd="kubectl_extpath__subcmd__rules__subcmd__help__subcmd__help"
+                ;;
+            kubectl_extpath__subcmd__rules__subcmd__help,lint)
+                cmd="kubectl_extpath__subcmd__rules__subcmd__help__subcmd__lint"
+                ;;
+            kubectl_extpath__subcmd__rules__subcmd__help,list)
+                cmd="kubectl_extpath__subcmd__rules__subcmd__help__subcmd__list"
+                ;;
+            kubectl_extpath__subcmd__rules__subcmd__help,test)
+                cmd="kubectl_extpath__subcmd__rules__subcmd__help__subcmd__test"
+                ;;
             *)
                 ;;
         esac
@@ -68,12 +119,66 @@ _kubectl_extpath() {
 
     case "${cmd}" in
         kubectl_extpath)
-            opts="-h -V --help --version import collect replay completions help"
+            opts="-h -V --help --version import analyze explain rules collect replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__analyze)
+            opts="-o -h --raw --output --class --subject --rule --skip-rule --set --fail-on --rules --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --raw)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --class)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --subject)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rule)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip-rule)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --set)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fail-on)
+                    COMPREPLY=($(compgen -W "warning critical" -- "${cur}"))
+                    return 0
+                    ;;
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -241,9 +346,41 @@ _kubectl_extpath() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        kubectl_extpath__subcmd__help)
-            opts="import collect replay completions help"
+        kubectl_extpath__subcmd__explain)
+            opts="-h --rules --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help)
+            opts="import analyze explain rules collect replay completions help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__analyze)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -270,6 +407,20 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__explain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -326,6 +477,62 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__help__subcmd__replay__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__rules)
+            opts="list lint test"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__rules__subcmd__lint)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__rules__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__rules__subcmd__test)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -433,6 +640,144 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --kubeconfig-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules)
+            opts="-h --help list lint test help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules__subcmd__help)
+            opts="list lint test help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules__subcmd__help__subcmd__lint)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules__subcmd__help__subcmd__test)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules__subcmd__lint)
+            opts="-h --rules --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules__subcmd__list)
+            opts="-h --rules --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__rules__subcmd__test)
+            opts="-h --rules --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rules)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -27,6 +27,9 @@ end
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -s h -l help -d 'Print help'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -s V -l version -d 'Print version'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "rules" -d 'List, lint and test rules'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
@@ -35,6 +38,36 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
 json\t'JSON'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l raw -d 'Raw incident files or directories (kubectl output, /metrics dumps, logs, curl output …)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s o -l output -d 'Output format' -r -f -a "table\t'A listing for humans'
+json\t'The Diagnosis as JSON (the machine contract)'
+yaml\t'The Diagnosis as YAML'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l class -d 'Only report verdicts of this class (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l subject -d 'Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l rule -d 'Run only this rule (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l skip-rule -d 'Do not run this rule (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l set -d 'Set a rule setting, e.g. `cert_warn_days=14` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l fail-on -d 'Exit 1 when a verdict is at or above this severity' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
+critical\t'Critical verdicts only'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand explain" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and not __fish_seen_subcommand_from list lint test help" -s h -l help -d 'Print help'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and not __fish_seen_subcommand_from list lint test help" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and not __fish_seen_subcommand_from list lint test help" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and not __fish_seen_subcommand_from list lint test help" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and not __fish_seen_subcommand_from list lint test help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from list" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from lint" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from lint" -s h -l help -d 'Print help'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from test" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from test" -s h -l help -d 'Print help'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l context -d 'The name of the kubeconfig context to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l cluster -d 'The name of the kubeconfig cluster to use' -r
@@ -80,9 +113,15 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import collect replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import collect replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import collect replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import collect replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import collect replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "rules" -d 'List, lint and test rules'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from replay" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'

@@ -84,6 +84,7 @@ fn verdict(subject: Subject, confidence: f64, rules: Vec<RuleHit>) -> Verdict {
         rules,
         ruled_out: Vec::new(),
         consequences: Vec::new(),
+        history: Vec::new(),
         next: Vec::new(),
         waived: None,
     }
@@ -489,6 +490,7 @@ pub fn inconclusive_and_waived() -> Diagnosis {
         rules: Vec::new(),
         ruled_out: Vec::new(),
         consequences: Vec::new(),
+        history: Vec::new(),
         next: strings(&[
             "kubectl get apiservice v1beta1.custom.metrics.k8s.io -o yaml",
             "kubectl get --raw /apis/custom.metrics.k8s.io/v1beta1",

@@ -7,11 +7,14 @@
 //! Exit codes (DESIGN §4, like `kubectl diff`): 0 nothing at or above `--fail-on`; 1 findings (or a
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
+mod analyze;
 mod collect;
 pub mod completions;
+mod explain;
 mod import;
 mod kube_flags;
 mod replay;
+mod rules;
 
 use std::process::ExitCode;
 
@@ -54,6 +57,12 @@ pub struct Cli {
 enum Command {
     /// Validate an evidence bundle and print it back, or build one from raw incident files.
     Import(import::ImportArgs),
+    /// Classify an evidence bundle offline: one verdict per subject.
+    Analyze(analyze::AnalyzeArgs),
+    /// The runbook text of a rule, or what a class owns.
+    Explain(explain::ExplainArgs),
+    /// List, lint and test rules.
+    Rules(rules::RulesArgs),
     /// Collect an evidence bundle from the live cluster (read-only) and print it.
     Collect(Box<collect::CollectArgs>),
     /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
@@ -88,6 +97,9 @@ pub fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Import(args) => import::run(args),
+        Command::Analyze(args) => analyze::run(args),
+        Command::Explain(args) => explain::run(args),
+        Command::Rules(args) => rules::run(args),
         Command::Collect(args) => collect::run(*args),
         Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),

@@ -290,6 +290,9 @@ pub struct Verdict {
     pub ruled_out: Vec<RuledOut>,
     /// Findings explained by the earlier failing rung.
     pub consequences: Vec<Consequence>,
+    /// Findings from evidence that never decides a verdict (e.g. the cumulative counters of a single
+    /// metrics dump): they happened at some point in the process's life, not necessarily now.
+    pub history: Vec<Consequence>,
     /// Commands to run next.
     pub next: Vec<String>,
     /// Set when a waiver matched; a waived verdict does not count toward `--fail-on`.

@@ -1,10 +1,51 @@
-//! The rule engine: (bundle, rules) → verdicts. Synchronous and pure: no I/O beyond reading rule
-//! files, no network, no clock (time checks use the bundle's collection time).
+//! The rule engine: (bundle, rules, settings) → [`Diagnosis`]. Synchronous and pure: no network, no
+//! clock (time checks use the bundle's collection time); the only I/O is reading rule files when
+//! asked to load them.
 //!
-//! * [`diagnosis`] — the output contract (`Diagnosis`, `Verdict`, `Class`, `Severity`, `Subject`).
+//! The pipeline, one module each:
+//! * [`subjects`] — which subjects the bundle has (APIServices, webhooks, CRDs, APF objects, the API
+//!   server, etcd, failing requests) and which object each observed request concerns;
+//! * [`facts`] — the documented fact model rules read (`docs/facts.md`), built once per subject;
+//! * [`functions`] and [`metrics_query`] — the CEL function library (metric queries that say whether a
+//!   number is windowed or cumulative);
+//! * [`rules`] — rule files: loading, checking against the fact model, templates;
+//! * [`eval`] — running the rules on every subject;
+//! * [`classify`] — one verdict per subject (DESIGN §2), the cluster summary;
+//! * [`ruletest`] — the `<id>.test.yaml` runner behind `rules test`;
+//! * [`settings`], [`filter`] — thresholds and `analyze` filters;
+//! * [`diagnosis`] — the output contract.
 //! * [`waivers`] — waivers files for CI gates, and the `--fail-on` gate.
 
+pub mod classify;
 pub mod diagnosis;
+pub mod eval;
+pub mod facts;
+pub mod filter;
+pub mod functions;
+pub mod metrics_query;
+pub mod rules;
+pub mod ruletest;
+pub mod settings;
+pub mod subjects;
 pub mod waivers;
 
 pub use diagnosis::*;
+pub use filter::Filter;
+pub use rules::{RuleError, RuleSet};
+pub use settings::Settings;
+
+use crate::bundle::EvidenceBundle;
+
+/// Classify a bundle: one verdict per subject, what proves it, what is ruled out, what to run next.
+///
+/// Pure: the same inputs give the same Diagnosis. Verdict filters (`filter.classes`,
+/// `filter.subjects`) apply after classification; rule filters decide which rules run.
+pub fn analyze(
+    bundle: &EvidenceBundle,
+    rules: &RuleSet,
+    settings: &Settings,
+    filter: &Filter,
+) -> Diagnosis {
+    let evaluation = eval::evaluate(bundle, rules, settings, filter);
+    classify::classify(&evaluation, rules, bundle, filter)
+}

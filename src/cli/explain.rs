@@ -1,0 +1,110 @@
+//! `explain RULE|CLASS`: the runbook text of a rule, or what a class owns and which rules diagnose it.
+
+use std::io::Write;
+
+use clap::Args;
+
+use super::analyze::RuleArgs;
+use super::{CliError, EXIT_INPUT, EXIT_OK};
+use crate::engine::Class;
+
+/// Arguments of `explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A rule id (`aggregation-service-missing`) or a class (`Aggregation`, `APF`, …).
+    #[arg(value_name = "RULE|CLASS")]
+    topic: String,
+    #[command(flatten)]
+    rule_args: RuleArgs,
+}
+
+/// What a class owns (DESIGN §1).
+pub fn class_text(c: Class) -> &'static str {
+    match c {
+        Class::Aggregation => {
+            "APIService registration, Service/EndpointSlice resolution, proxy TLS to the extension server, discovery of the group/version, extension server availability. Evidence: APIService Available=False with its reason, x509 errors on proxied requests, aggregator_unavailable_apiservice."
+        }
+        Class::Admission => {
+            "Mutating and validating admission webhooks and CRD conversion webhooks. Evidence: the webhook configuration (timeoutSeconds, failurePolicy, target), apiserver_admission_webhook_* metrics, conversion webhook latency and errors, \"failed calling webhook\"."
+        }
+        Class::Auth => {
+            "Authentication (401) and authorization (403) in kube-apiserver and in the extension server: front-proxy trust, delegated authn/authz, RBAC for SubjectAccessReview/TokenReview. Evidence: 401/403 statuses, requestheader settings, the extension-apiserver-authentication ConfigMap, client certificate expiry."
+        }
+        Class::Apf => {
+            "API Priority and Fairness and max-in-flight. Evidence: 429 with Retry-After and the X-Kubernetes-PF-* headers, apiserver_flowcontrol_rejected_requests_total, queue wait, FlowSchema/PriorityLevel state."
+        }
+        Class::Storage => {
+            "storage.Interface and etcd for built-in objects and custom resources. Evidence: etcd_request_duration_seconds, etcd's own fsync/commit/leader metrics, readyz etcd check, 500/504 with etcd errors."
+        }
+        Class::Watch => {
+            "Watch streams and the watch cache. Evidence: 410 Gone (too old resource version), apiserver_terminated_watchers_total, broken or silent streams, stale controllers."
+        }
+        Class::OutOfScope => {
+            "Explicitly not this tool's: controller reconcile logic, kubelet/runtime/CNI, the extension server's own backend, a route that does not exist. The verdict says where to look next."
+        }
+        Class::Healthy => "Nothing wrong on that subject: the checks that passed are listed.",
+        Class::Inconclusive => {
+            "The evidence needed to judge the subject is missing: the gap says what could not be collected or was not supplied, and why."
+        }
+    }
+}
+
+pub fn run(args: ExplainArgs) -> anyhow::Result<u8> {
+    let set = args.rule_args.load()?;
+    let mut out = std::io::stdout().lock();
+    if let Some(r) = set.get(&args.topic) {
+        writeln!(out, "{}", r.id)?;
+        writeln!(
+            out,
+            "class {}, severity {}, subject {}, rung {}, role {}, confidence {}",
+            r.class,
+            r.severity,
+            r.subject_text(),
+            r.rung,
+            r.role.as_str(),
+            r.confidence
+        )?;
+        writeln!(out, "\nsummary: {}", r.summary.source)?;
+        writeln!(out, "\n{}", r.explain)?;
+        if !r.rules_out.is_empty() {
+            writeln!(out, "\nrules out:")?;
+            for x in &r.rules_out {
+                writeln!(out, "  {}: {}", x.class, x.because.source)?;
+            }
+        }
+        if !r.next.is_empty() {
+            writeln!(out, "\nnext:")?;
+            for n in &r.next {
+                writeln!(out, "  {}", n.source)?;
+            }
+        }
+        if !r.references.is_empty() {
+            writeln!(out, "\nreferences:")?;
+            for x in &r.references {
+                writeln!(out, "  {x}")?;
+            }
+        }
+        writeln!(out, "\nsource: {}", r.file)?;
+        return Ok(EXIT_OK);
+    }
+    if let Some(c) = Class::parse(&args.topic) {
+        writeln!(out, "{c}\n\n{}", class_text(c))?;
+        let rules: Vec<_> = set.rules.iter().filter(|r| r.class == c).collect();
+        if !rules.is_empty() {
+            writeln!(out, "\nrules:")?;
+            for r in rules {
+                writeln!(out, "  {:<52} {} ({})", r.id, r.subject_text(), r.severity)?;
+            }
+        }
+        return Ok(EXIT_OK);
+    }
+    Err(CliError {
+        code: EXIT_INPUT,
+        message: format!(
+            "{:?} is neither a rule id nor a class (classes: {})",
+            args.topic,
+            Class::ALL.map(|c| c.as_str()).join(", ")
+        ),
+    }
+    .into())
+}

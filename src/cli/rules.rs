@@ -1,0 +1,227 @@
+//! `rules list|lint|test`: show the rules, check rule files, run their `.test.yaml` cases.
+//!
+//! `lint` loads every rule (bundled, `--rules DIR`, and the directories given) with all checks and
+//! prints each problem as `file:line: message`; a rule file that does not load exits 2 (an input
+//! error), a rule without a test beside it — one case that fires and one that does not — exits 1.
+//! `test` runs every test file of the directories given (default `./rules`) and of `--rules DIR`
+//! against the bundled rules plus `--rules DIR`, and exits 1 on any failed expectation.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use super::analyze::RuleArgs;
+use super::{CliError, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK};
+use crate::engine::RuleSet;
+use crate::engine::rules::load::rule_files;
+use crate::engine::ruletest::{Runner, parse_test_file, test_files};
+
+/// Arguments of `rules`.
+#[derive(Debug, Args)]
+pub struct RulesArgs {
+    #[command(subcommand)]
+    command: RulesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum RulesCommand {
+    /// List the bundled rules and those of `--rules DIR`.
+    List {
+        #[command(flatten)]
+        rule_args: RuleArgs,
+    },
+    /// Check rule files: schema, CEL, fields against the fact model, a test beside each rule.
+    Lint {
+        /// Rule directories to check besides the bundled rules.
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        rule_args: RuleArgs,
+    },
+    /// Run the `<id>.test.yaml` cases of rule directories (default `./rules`).
+    Test {
+        /// Directories holding `*.test.yaml` files.
+        #[arg(value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        rule_args: RuleArgs,
+    },
+}
+
+pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
+    match args.command {
+        RulesCommand::List { rule_args } => list(&rule_args),
+        RulesCommand::Lint { dirs, rule_args } => lint(&dirs, &rule_args),
+        RulesCommand::Test { dirs, rule_args } => test(&dirs, &rule_args),
+    }
+}
+
+fn list(rule_args: &RuleArgs) -> anyhow::Result<u8> {
+    let set = rule_args.load()?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<52} {:<12} {:<9} {:<25} {:<12} SOURCE",
+        "ID", "CLASS", "SEVERITY", "SUBJECT", "RUNG"
+    )?;
+    for r in &set.rules {
+        writeln!(
+            out,
+            "{:<52} {:<12} {:<9} {:<25} {:<12} {}",
+            r.id,
+            r.class.as_str(),
+            r.severity.as_str(),
+            r.subject_text(),
+            r.rung.as_str(),
+            if r.bundled {
+                "bundled".to_string()
+            } else {
+                r.file.clone()
+            }
+        )?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// Test-file problems of one rule file on disk: a missing test, or one without a case that fires and
+/// one that does not.
+fn test_problems(rule_file: &Path) -> Vec<String> {
+    let test = rule_file.with_extension("test.yaml");
+    if !test.exists() {
+        return vec![format!(
+            "{}:0: no test beside the rule (expected {})",
+            rule_file.display(),
+            test.display()
+        )];
+    }
+    match parse_test_file(&test) {
+        Err(e) => vec![e.to_string()],
+        Ok(t) => {
+            let mut p = Vec::new();
+            if !t.cases.iter().any(|c| !c.fires.is_empty()) {
+                p.push(format!(
+                    "{}:0: no case where the rule fires",
+                    test.display()
+                ));
+            }
+            if !t.cases.iter().any(|c| !c.not_fires.is_empty()) {
+                p.push(format!(
+                    "{}:0: no case where the rule must not fire",
+                    test.display()
+                ));
+            }
+            p
+        }
+    }
+}
+
+fn lint(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
+    let mut problems: Vec<String> = Vec::new();
+    let (mut set, bundled_errors) = RuleSet::bundled_all();
+    let mut load_errors: Vec<String> = bundled_errors.iter().map(ToString::to_string).collect();
+    let mut checked_files: Vec<PathBuf> = Vec::new();
+    let mut user_dirs: Vec<&PathBuf> = dirs.iter().collect();
+    if let Some(d) = &rule_args.rules_dir {
+        user_dirs.push(d);
+    }
+    for dir in user_dirs {
+        let (more, errors) = RuleSet::load_dir_all(dir);
+        load_errors.extend(errors.iter().map(ToString::to_string));
+        if let Ok(files) = rule_files(dir) {
+            checked_files.extend(files);
+        }
+        // Rules identical to bundled ones (linting the repository's own rules/) are not clashes.
+        for r in more.rules {
+            match set.get(&r.id) {
+                Some(b) if b.bundled && same_file(&b.file, &r.file) => {}
+                _ => {
+                    if let Err(e) = set.extend(RuleSet { rules: vec![r] }) {
+                        load_errors.push(e.to_string());
+                    }
+                }
+            }
+        }
+    }
+    for r in set.rules.iter().filter(|r| r.bundled) {
+        let p = PathBuf::from(&r.file);
+        if p.exists() && !checked_files.contains(&p) {
+            checked_files.push(p);
+        }
+    }
+    for f in &checked_files {
+        problems.extend(test_problems(f));
+    }
+    let mut err = std::io::stderr().lock();
+    for e in load_errors.iter().chain(&problems) {
+        writeln!(err, "{e}")?;
+    }
+    writeln!(
+        std::io::stdout().lock(),
+        "{} rules checked, {} problem(s)",
+        set.len(),
+        load_errors.len() + problems.len()
+    )?;
+    Ok(if !load_errors.is_empty() {
+        EXIT_INPUT
+    } else if !problems.is_empty() {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
+}
+
+fn same_file(a: &str, b: &str) -> bool {
+    let canon = |s: &str| std::fs::canonicalize(s).ok();
+    canon(a).is_some() && canon(a) == canon(b)
+}
+
+/// Load an input of a test case: a bundle file, or a directory of raw files.
+pub fn load_input(path: &Path) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    if path.is_dir() {
+        Ok(crate::bundle::raw::import_paths(&[path.to_path_buf()])?)
+    } else {
+        Ok(crate::bundle::load_bundle(path)?)
+    }
+}
+
+fn test(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
+    let set = rule_args.load()?;
+    let mut roots: Vec<PathBuf> = dirs.to_vec();
+    if roots.is_empty() && Path::new("rules").is_dir() {
+        roots.push(PathBuf::from("rules"));
+    }
+    if let Some(d) = &rule_args.rules_dir {
+        roots.push(d.clone());
+    }
+    if roots.is_empty() {
+        return Err(CliError {
+            code: EXIT_INPUT,
+            message: "no rule directory to test: give DIR or --rules DIR".into(),
+        }
+        .into());
+    }
+    let loader = load_input;
+    let mut runner = Runner::new(&set, &loader);
+    let mut failed = 0usize;
+    let mut total = 0usize;
+    let mut out = std::io::stdout().lock();
+    for root in &roots {
+        for f in test_files(root) {
+            let t = parse_test_file(&f)?;
+            let r = runner.run(&t);
+            total += 1;
+            if r.failures.is_empty() {
+                writeln!(out, "ok    {} ({} case(s))", r.rule, r.cases)?;
+            } else {
+                failed += 1;
+                writeln!(out, "FAIL  {}", r.rule)?;
+                for x in &r.failures {
+                    writeln!(out, "      {}: {}", x.place, x.message)?;
+                }
+            }
+        }
+    }
+    writeln!(out, "{} test file(s), {} failed", total, failed)?;
+    Ok(if failed > 0 { EXIT_FINDINGS } else { EXIT_OK })
+}

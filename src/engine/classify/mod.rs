@@ -1,0 +1,397 @@
+//! The classifier (DESIGN §2): from what fired on each subject to one verdict per subject.
+//!
+//! * Rules of several classes fired: the one on the **earliest failing rung** of the ladder decides
+//!   (DESIGN §1 rule 9: registration → Service → port → endpoints → TLS → discovery → authn → authz →
+//!   admission → conversion → verbs → storage → watch → backend; flow control comes first of all);
+//!   ties go to the higher severity, then the higher confidence, then rule order. The deciding rules
+//!   are those of the winner's class and rung; every other finding is a consequence.
+//! * `support` rules never decide. Those of the verdict's class add to its evidence and confidence;
+//!   the others are listed as `history` — findings from evidence such as the cumulative counters of a
+//!   single metrics dump, which say something happened at some point, not that it is happening.
+//! * No fault fired: `Healthy` (severity info) when Healthy rules fired, or when the subject's rules
+//!   had the evidence they need and found nothing. `Inconclusive` (counted as a warning) when that
+//!   evidence was absent — and for a failing request that no rule explains.
+//! * Ruled-out classes come from the deciding rules' `rules_out`, from Healthy rules on the subject,
+//!   and from Healthy rules on the API server and etcd, whose facts are cluster-wide ("Storage ruled
+//!   out: etcd request p99 is 4 ms").
+
+use std::collections::BTreeMap;
+
+use super::diagnosis::{
+    Class, Consequence, DIAGNOSIS_API_VERSION, DIAGNOSIS_KIND, Diagnosis, RuleHit, RuledOut,
+    Severity, Subject, SubjectKind, Summary, Verdict,
+};
+use super::eval::{Evaluation, Hit, SubjectResult, decides};
+use super::filter::Filter;
+use super::rules::{Rule, RuleSet};
+use crate::bundle::{EvidenceBundle, Gap, GapReason};
+
+fn rule<'r>(rules: &'r RuleSet, h: &Hit) -> &'r Rule {
+    &rules.rules[h.rule]
+}
+
+fn combine(confidences: impl Iterator<Item = f64>) -> f64 {
+    let miss: f64 = confidences.map(|c| 1.0 - c.clamp(0.0, 1.0)).product();
+    ((1.0 - miss) * 100.0).round().min(99.0) / 100.0
+}
+
+fn rule_hit(rules: &RuleSet, h: &Hit) -> RuleHit {
+    let r = rule(rules, h);
+    RuleHit {
+        id: r.id.clone(),
+        class: r.class,
+        severity: r.severity,
+        rung: r.rung,
+        summary: h.summary.clone(),
+        evidence: h.evidence.clone(),
+    }
+}
+
+fn consequence(rules: &RuleSet, h: &Hit) -> Consequence {
+    let r = rule(rules, h);
+    Consequence {
+        rule: r.id.clone(),
+        class: r.class,
+        rung: r.rung,
+        summary: h.summary.clone(),
+    }
+}
+
+fn push_ruled_out(out: &mut Vec<RuledOut>, class: Class, because: &str, rule: &str, own: Class) {
+    if class == own || out.iter().any(|r| r.class == class) {
+        return;
+    }
+    out.push(RuledOut {
+        class,
+        because: because.to_string(),
+        rule: rule.to_string(),
+    });
+}
+
+fn push_unique(out: &mut Vec<String>, items: &[String]) {
+    for s in items {
+        if !s.trim().is_empty() && !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+}
+
+/// What to run when a subject cannot be judged.
+fn inconclusive_next(s: &Subject) -> Vec<String> {
+    match s.kind {
+        SubjectKind::ApiService => vec![
+            format!("kubectl get apiservice {} -o yaml", s.name),
+            format!("kubectl get --raw /apis/{}", gv_path(&s.name)),
+        ],
+        SubjectKind::ValidatingWebhook => vec![format!(
+            "kubectl get validatingwebhookconfiguration {} -o yaml",
+            s.parent.clone().unwrap_or_default()
+        )],
+        SubjectKind::MutatingWebhook => vec![format!(
+            "kubectl get mutatingwebhookconfiguration {} -o yaml",
+            s.parent.clone().unwrap_or_default()
+        )],
+        SubjectKind::CustomResourceDefinition => {
+            vec![format!("kubectl get crd {} -o yaml", s.name)]
+        }
+        SubjectKind::FlowSchema | SubjectKind::PriorityLevel => vec![
+            "kubectl get --raw /metrics | grep apiserver_flowcontrol_".into(),
+            "kubectl get --raw /debug/api_priority_and_fairness/dump_priority_levels".into(),
+        ],
+        SubjectKind::ApiServer => vec![
+            "kubectl get --raw '/readyz?verbose'".into(),
+            "kubectl get --raw /metrics".into(),
+        ],
+        SubjectKind::Etcd => vec![
+            "kubectl get --raw '/readyz/etcd'".into(),
+            "etcdctl endpoint health".into(),
+        ],
+        SubjectKind::Request => vec![
+            "repeat the request with kubectl -v=8 to see the status and the response body".into(),
+        ],
+    }
+}
+
+fn gv_path(apiservice: &str) -> String {
+    match apiservice.split_once('.') {
+        Some((v, g)) if !g.is_empty() => format!("{g}/{v}"),
+        Some((v, _)) => v.to_string(),
+        None => apiservice.to_string(),
+    }
+}
+
+fn verdict_for(
+    rules: &RuleSet,
+    r: &SubjectResult,
+    cluster_ruled_out: &[(Class, String, String)],
+) -> Verdict {
+    let (decide, support): (Vec<&Hit>, Vec<&Hit>) =
+        r.hits.iter().partition(|h| decides(rule(rules, h)));
+    let faults: Vec<&Hit> = decide
+        .iter()
+        .copied()
+        .filter(|h| rule(rules, h).class != Class::Healthy)
+        .collect();
+    let healthy: Vec<&Hit> = r
+        .hits
+        .iter()
+        .filter(|h| rule(rules, h).class == Class::Healthy)
+        .collect();
+    let mut verdict = Verdict {
+        subject: r.subject.clone(),
+        related: r.related.clone(),
+        class: Class::Healthy,
+        severity: Severity::Info,
+        confidence: 0.0,
+        rung: None,
+        summary: String::new(),
+        rules: Vec::new(),
+        ruled_out: Vec::new(),
+        consequences: Vec::new(),
+        history: Vec::new(),
+        next: Vec::new(),
+        waived: None,
+    };
+    if let Some(winner) = faults.iter().copied().min_by(|a, b| {
+        let (ra, rb) = (rule(rules, a), rule(rules, b));
+        ra.rung
+            .cmp(&rb.rung)
+            .then(rb.severity.cmp(&ra.severity))
+            .then(rb.confidence.total_cmp(&ra.confidence))
+            .then(a.rule.cmp(&b.rule))
+    }) {
+        let w = rule(rules, winner);
+        let deciding: Vec<&Hit> = faults
+            .iter()
+            .copied()
+            .filter(|h| {
+                let x = rule(rules, h);
+                x.class == w.class && x.rung == w.rung
+            })
+            .collect();
+        let backing: Vec<&Hit> = support
+            .iter()
+            .copied()
+            .filter(|h| rule(rules, h).class == w.class)
+            .collect();
+        verdict.class = w.class;
+        verdict.rung = Some(w.rung);
+        verdict.severity = deciding
+            .iter()
+            .map(|h| rule(rules, h).severity)
+            .max()
+            .unwrap_or(w.severity);
+        verdict.summary = winner.summary.clone();
+        verdict.confidence = combine(
+            deciding
+                .iter()
+                .map(|h| rule(rules, h).confidence)
+                .chain(backing.iter().map(|h| rule(rules, h).confidence * 0.5)),
+        );
+        for h in deciding.iter().chain(backing.iter()) {
+            verdict.rules.push(rule_hit(rules, h));
+            push_unique(&mut verdict.next, &h.next);
+            for (c, because) in &h.rules_out {
+                push_ruled_out(
+                    &mut verdict.ruled_out,
+                    *c,
+                    because,
+                    &rule(rules, h).id,
+                    w.class,
+                );
+            }
+        }
+        for h in &faults {
+            if !deciding.iter().any(|d| std::ptr::eq(*d, *h)) {
+                verdict.consequences.push(consequence(rules, h));
+            }
+        }
+        for h in &support {
+            if rule(rules, h).class != w.class && rule(rules, h).class != Class::Healthy {
+                verdict.history.push(consequence(rules, h));
+            }
+        }
+    } else if !healthy.is_empty() {
+        verdict.confidence = combine(healthy.iter().map(|h| rule(rules, h).confidence));
+        verdict.summary = healthy[0].summary.clone();
+        for h in &healthy {
+            verdict.rules.push(rule_hit(rules, h));
+            push_unique(&mut verdict.next, &h.next);
+        }
+        for h in &support {
+            if rule(rules, h).class != Class::Healthy {
+                verdict.history.push(consequence(rules, h));
+            }
+        }
+    } else if r.subject.kind == SubjectKind::Request
+        || (r.needs_declared > 0 && r.needs_met == 0)
+        || support
+            .iter()
+            .any(|h| rule(rules, h).class != Class::Healthy)
+    {
+        verdict.class = Class::Inconclusive;
+        verdict.severity = Severity::Warning;
+        let history: Vec<&str> = support
+            .iter()
+            .filter(|h| rule(rules, h).class != Class::Healthy)
+            .map(|h| h.summary.as_str())
+            .collect();
+        verdict.summary = if !history.is_empty() {
+            format!(
+                "only evidence that cannot tell whether it is happening now (e.g. cumulative counters of one metrics dump): {}",
+                history.join("; ")
+            )
+        } else if r.subject.kind == SubjectKind::Request
+            && (r.needs_declared == 0 || r.needs_met > 0)
+        {
+            "no rule explains this failure: the layer that produced it is not known".into()
+        } else {
+            format!(
+                "the evidence these checks need is missing: {}",
+                r.needs_unmet.join("; ")
+            )
+        };
+        verdict.next = inconclusive_next(&r.subject);
+        for h in &support {
+            verdict.history.push(consequence(rules, h));
+        }
+    } else {
+        verdict.confidence = 0.5;
+        verdict.summary = format!(
+            "no fault found by {} check(s) with the evidence supplied",
+            r.rules_run
+        );
+        for h in &support {
+            verdict.history.push(consequence(rules, h));
+        }
+    }
+    for h in &healthy {
+        for (c, because) in &h.rules_out {
+            push_ruled_out(
+                &mut verdict.ruled_out,
+                *c,
+                because,
+                &rule(rules, h).id,
+                verdict.class,
+            );
+        }
+    }
+    if verdict.class != Class::Inconclusive {
+        for (c, because, rid) in cluster_ruled_out {
+            push_ruled_out(&mut verdict.ruled_out, *c, because, rid, verdict.class);
+        }
+    }
+    verdict
+}
+
+fn rank(v: &Verdict) -> (std::cmp::Reverse<Severity>, usize, SubjectKind, String) {
+    let sev = if v.class == Class::Inconclusive {
+        v.severity.max(Severity::Warning)
+    } else {
+        v.severity
+    };
+    let class_pos = Class::ALL.iter().position(|c| *c == v.class).unwrap_or(0);
+    (
+        std::cmp::Reverse(sev),
+        class_pos,
+        v.subject.kind,
+        v.subject.name.clone(),
+    )
+}
+
+/// Turn an evaluation into the Diagnosis document.
+pub fn classify(
+    eval: &Evaluation,
+    rules: &RuleSet,
+    bundle: &EvidenceBundle,
+    filter: &Filter,
+) -> Diagnosis {
+    // What a healthy API server or etcd rules out holds for every subject; a faulty one rules
+    // nothing out for the others.
+    let mut cluster_ruled_out: Vec<(Class, String, String)> = Vec::new();
+    for r in eval
+        .subjects
+        .iter()
+        .filter(|r| matches!(r.subject.kind, SubjectKind::ApiServer | SubjectKind::Etcd))
+        .filter(|r| r.rules_run > 0 && verdict_for(rules, r, &[]).class == Class::Healthy)
+    {
+        for h in &r.hits {
+            let x = rule(rules, h);
+            if x.class == Class::Healthy {
+                for (c, because) in &h.rules_out {
+                    if !cluster_ruled_out.iter().any(|(k, _, _)| k == c) {
+                        cluster_ruled_out.push((*c, because.clone(), x.id.clone()));
+                    }
+                }
+            }
+        }
+    }
+    let mut verdicts: Vec<Verdict> = eval
+        .subjects
+        .iter()
+        .filter(|r| r.rules_run > 0)
+        .map(|r| verdict_for(rules, r, &cluster_ruled_out))
+        .filter(|v| filter.keeps(&v.subject, v.class))
+        .collect();
+    verdicts.sort_by_key(rank);
+    let mut gaps = bundle.gaps.clone();
+    for e in &eval.errors {
+        gaps.push(Gap::new(
+            format!("rule/{}", e.rule),
+            GapReason::Error,
+            format!("{}: {}", e.subject, e.message),
+        ));
+    }
+    let summary = summarize(&verdicts);
+    Diagnosis {
+        api_version: DIAGNOSIS_API_VERSION.to_string(),
+        kind: DIAGNOSIS_KIND.to_string(),
+        collected_at: super::facts::judging_time(bundle),
+        verdicts,
+        gaps,
+        waiver_notices: Vec::new(),
+        summary,
+    }
+}
+
+/// Totals and a headline.
+pub fn summarize(verdicts: &[Verdict]) -> Summary {
+    let mut by_class: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_severity: BTreeMap<String, usize> = BTreeMap::new();
+    let mut worst = Severity::Info;
+    for v in verdicts {
+        *by_class.entry(v.class.as_str().to_string()).or_default() += 1;
+        *by_severity
+            .entry(v.severity.as_str().to_string())
+            .or_default() += 1;
+        if v.waived.is_none() {
+            let s = if v.class == Class::Inconclusive {
+                v.severity.max(Severity::Warning)
+            } else {
+                v.severity
+            };
+            worst = worst.max(s);
+        }
+    }
+    let headline = match verdicts
+        .iter()
+        .find(|v| v.waived.is_none() && v.severity > Severity::Info)
+    {
+        Some(v) => format!("{} on {}: {}", v.class, v.subject, v.summary),
+        None if verdicts.is_empty() => "no subjects to judge in this evidence".into(),
+        None => format!(
+            "no findings: {} subject(s), none at warning or above",
+            verdicts.len()
+        ),
+    };
+    Summary {
+        subjects: verdicts.len(),
+        by_class,
+        by_severity,
+        worst,
+        headline,
+    }
+}
+
+#[cfg(test)]
+mod tests;

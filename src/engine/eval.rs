@@ -1,0 +1,224 @@
+//! Running rules: build the facts (cluster-wide once, each subject once), evaluate every rule of the
+//! subject's kind, and record what fired with its rendered evidence, summary, next steps and
+//! ruled-out classes. Classification is [`super::classify`]'s job; this module only says what fired.
+//!
+//! One root CEL context holds the function library and the cluster-wide variables; each subject gets
+//! a child scope with its own variables, so nothing is rebuilt per rule.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cel::{Context, Value};
+
+use super::diagnosis::{Class, Subject};
+use super::facts::value::to_json;
+use super::facts::{FactBase, cluster_vars, subject_vars};
+use super::filter::Filter;
+use super::functions::{env, register};
+use super::metrics_query::MetricsIndex;
+use super::rules::{Role, Rule, RuleSet};
+use super::settings::Settings;
+use super::subjects::subjects;
+use crate::bundle::EvidenceBundle;
+
+/// A root context: the function library over `metrics`, and the cluster-wide variables.
+pub fn root_context(
+    metrics: Arc<MetricsIndex>,
+    cluster: &[(&'static str, Value)],
+) -> Context<'static, 'static> {
+    let mut ctx = Context::with_env(env());
+    register(&mut ctx, metrics);
+    for (k, v) in cluster {
+        ctx.add_variable_from_value(*k, v.clone());
+    }
+    ctx
+}
+
+/// A subject's scope under a root context.
+pub fn subject_context<'p>(
+    root: &'p Context<'static, 'static>,
+    vars: &[(&'static str, Value)],
+) -> Context<'p, 'static> {
+    let mut ctx = root.new_inner_scope();
+    for (k, v) in vars {
+        ctx.add_variable_from_value(*k, v.clone());
+    }
+    ctx
+}
+
+/// One rule that fired on one subject.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// Index of the rule in the rule set.
+    pub rule: usize,
+    /// Evidence values by name.
+    pub evidence: BTreeMap<String, serde_json::Value>,
+    /// Rendered summary.
+    pub summary: String,
+    /// Rendered next steps.
+    pub next: Vec<String>,
+    /// Classes ruled out, with rendered reasons.
+    pub rules_out: Vec<(Class, String)>,
+}
+
+/// What the rules said about one subject.
+#[derive(Debug, Clone)]
+pub struct SubjectResult {
+    /// The subject.
+    pub subject: Subject,
+    /// Related objects.
+    pub related: Vec<Subject>,
+    /// Rules that fired.
+    pub hits: Vec<Hit>,
+    /// Rules of this kind that ran.
+    pub rules_run: usize,
+    /// Rules of this kind that declare `needs`.
+    pub needs_declared: usize,
+    /// Rules whose declared `needs` held.
+    pub needs_met: usize,
+    /// The `needs` expressions that did not hold, as written.
+    pub needs_unmet: Vec<String>,
+}
+
+/// An expression that failed at run time (data-dependent: the loader evaluated it on the sample).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvalError {
+    /// Rule id.
+    pub rule: String,
+    /// Subject.
+    pub subject: String,
+    /// What failed.
+    pub message: String,
+}
+
+/// Everything that fired, per subject.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// One entry per subject, in subject order.
+    pub subjects: Vec<SubjectResult>,
+    /// Run-time evaluation errors.
+    pub errors: Vec<EvalError>,
+}
+
+fn truthy(r: &Result<Value, cel::ExecutionError>) -> Option<bool> {
+    match r {
+        Ok(Value::Bool(b)) => Some(*b),
+        _ => None,
+    }
+}
+
+fn run_rule(
+    rule: &Rule,
+    index: usize,
+    ctx: &Context<'_, '_>,
+    subject: &str,
+    result: &mut SubjectResult,
+    errors: &mut Vec<EvalError>,
+) {
+    result.rules_run += 1;
+    if let Some(n) = &rule.needs {
+        result.needs_declared += 1;
+        match truthy(&n.program.execute(ctx)) {
+            Some(true) => result.needs_met += 1,
+            _ => {
+                if !result.needs_unmet.contains(&n.source) {
+                    result.needs_unmet.push(n.source.clone());
+                }
+            }
+        }
+    }
+    let fired = match rule.when.program.execute(ctx) {
+        Ok(Value::Bool(b)) => b,
+        Ok(other) => {
+            errors.push(EvalError {
+                rule: rule.id.clone(),
+                subject: subject.to_string(),
+                message: format!("when gave {other:?}, not a boolean"),
+            });
+            false
+        }
+        Err(e) => {
+            errors.push(EvalError {
+                rule: rule.id.clone(),
+                subject: subject.to_string(),
+                message: format!("when: {e}"),
+            });
+            false
+        }
+    };
+    if !fired {
+        return;
+    }
+    let evidence = rule
+        .evidence
+        .iter()
+        .map(|(name, e)| {
+            let v = match e.program.execute(ctx) {
+                Ok(v) => to_json(&v),
+                Err(err) => serde_json::Value::String(format!("error: {err}")),
+            };
+            (name.clone(), v)
+        })
+        .collect();
+    result.hits.push(Hit {
+        rule: index,
+        evidence,
+        summary: rule.summary.render(ctx),
+        next: rule.next.iter().map(|t| t.render(ctx)).collect(),
+        rules_out: rule
+            .rules_out
+            .iter()
+            .map(|r| (r.class, r.because.render(ctx)))
+            .collect(),
+    });
+}
+
+/// Evaluate every rule that the filter lets run on every subject of the bundle.
+pub fn evaluate(
+    bundle: &EvidenceBundle,
+    rules: &RuleSet,
+    settings: &Settings,
+    filter: &Filter,
+) -> Evaluation {
+    let base = FactBase::new(bundle);
+    let metrics = Arc::new(MetricsIndex::new(&bundle.metrics));
+    let cluster = cluster_vars(&base, settings);
+    let root = root_context(metrics, &cluster);
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for entry in subjects(bundle) {
+        let kind_rules: Vec<(usize, &Rule)> = rules
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.subjects.contains(&entry.subject.kind) && filter.runs_rule(&r.id))
+            .collect();
+        let mut result = SubjectResult {
+            subject: entry.subject.clone(),
+            related: entry.related.clone(),
+            hits: Vec::new(),
+            rules_run: 0,
+            needs_declared: 0,
+            needs_met: 0,
+            needs_unmet: Vec::new(),
+        };
+        if !kind_rules.is_empty() {
+            let vars = subject_vars(&base, &entry);
+            let ctx = subject_context(&root, &vars);
+            let name = entry.subject.to_string();
+            for (i, rule) in kind_rules {
+                run_rule(rule, i, &ctx, &name, &mut result, &mut errors);
+            }
+        }
+        out.push(result);
+    }
+    Evaluation {
+        subjects: out,
+        errors,
+    }
+}
+
+/// Whether a hit decides (rather than only supports).
+pub fn decides(rule: &Rule) -> bool {
+    rule.role == Role::Verdict
+}

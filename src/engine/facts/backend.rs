@@ -1,0 +1,424 @@
+//! Facts about what an APIService, a webhook or a conversion webhook points at: the Service, its
+//! endpoints (Endpoints before 1.34, EndpointSlices after, as the aggregator reads them), the pods
+//! behind them, and the certificates on the way, judged at the collection time.
+//!
+//! The Kubernetes knowledge lives here so that rules stay short: the aggregator matches endpoint
+//! ports by the Service port's *name*, checks endpoints only for ClusterIP Services, and TLS clients
+//! verify `<service>.<namespace>.svc` (or a webhook URL's host, IP SANs included).
+
+use cel::Value;
+
+use super::FactBase;
+use super::value::{Obj, list, string_map, strings};
+use crate::bundle::certs::CertSource;
+use crate::bundle::{Certificate, ObjectRef, Service, ServiceRef};
+
+fn service_type(s: &Service) -> &str {
+    if s.type_.is_empty() {
+        "ClusterIP"
+    } else {
+        &s.type_
+    }
+}
+
+/// `service`: the Service an APIService, webhook or conversion webhook points at.
+pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i32) -> Value {
+    let svc = r.and_then(|r| {
+        base.index
+            .services
+            .get(&(r.namespace.as_str(), r.name.as_str()))
+            .copied()
+    });
+    let port = r.map(|r| r.port.unwrap_or(default_port)).unwrap_or(0);
+    let matched = svc.and_then(|s| s.ports.iter().find(|p| p.port == port));
+    let ports = svc.map(|s| s.ports.as_slice()).unwrap_or(&[]);
+    Obj::new()
+        .b("ref_present", r.is_some())
+        .s(
+            "namespace",
+            r.map(|r| r.namespace.clone()).unwrap_or_default(),
+        )
+        .s("name", r.map(|r| r.name.clone()).unwrap_or_default())
+        .i("port", port.into())
+        .s("path", r.and_then(|r| r.path.clone()).unwrap_or_default())
+        .s(
+            "server_name",
+            r.map(ServiceRef::server_name).unwrap_or_default(),
+        )
+        .b("known", base.services_known)
+        .b("exists", svc.is_some())
+        .s("type", svc.map(service_type).unwrap_or_default())
+        .s(
+            "cluster_ip",
+            svc.and_then(|s| s.cluster_ip.clone()).unwrap_or_default(),
+        )
+        .s(
+            "external_name",
+            svc.and_then(|s| s.external_name.clone())
+                .unwrap_or_default(),
+        )
+        .b(
+            "checks_endpoints",
+            svc.is_some_and(|s| service_type(s) == "ClusterIP"),
+        )
+        .b("port_found", matched.is_some())
+        .s(
+            "port_name",
+            matched.map(|p| p.name.clone()).unwrap_or_default(),
+        )
+        .v(
+            "ports",
+            list(ports.iter().map(|p| {
+                Obj::new()
+                    .s("name", p.name.clone())
+                    .i("port", p.port.into())
+                    .s("target_port", p.target_port.clone().unwrap_or_default())
+                    .s("protocol", p.protocol.clone())
+                    .build()
+            })),
+        )
+        .v(
+            "selector",
+            string_map(svc.map(|s| s.selector.iter()).into_iter().flatten()),
+        )
+        .build()
+}
+
+/// Ready/not-ready address counts for a Service port name, and the pods behind them.
+struct EndpointCount {
+    exists: bool,
+    ready: i64,
+    not_ready: i64,
+    ready_any_port: i64,
+    pods: Vec<(String, String)>,
+}
+
+fn legacy_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -> EndpointCount {
+    let Some(e) = base.index.endpoints.get(&(ns, name)).copied() else {
+        return EndpointCount {
+            exists: false,
+            ready: 0,
+            not_ready: 0,
+            ready_any_port: 0,
+            pods: Vec::new(),
+        };
+    };
+    let mut pods = Vec::new();
+    for s in &e.subsets {
+        for a in s.ready.iter().chain(&s.not_ready) {
+            if let Some(t) = &a.target_ref
+                && t.kind == "Pod"
+            {
+                pods.push((
+                    t.namespace.clone().unwrap_or_else(|| ns.into()),
+                    t.name.clone(),
+                ));
+            }
+        }
+    }
+    EndpointCount {
+        exists: true,
+        ready: e.ready_addresses_for_port_name(port_name) as i64,
+        not_ready: e
+            .subsets
+            .iter()
+            .filter(|s| s.ports.iter().any(|p| p.name == port_name))
+            .map(|s| s.not_ready.len() as i64)
+            .sum(),
+        ready_any_port: e.subsets.iter().map(|s| s.ready.len() as i64).sum(),
+        pods,
+    }
+}
+
+fn slice_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -> EndpointCount {
+    let slices: Vec<_> = base
+        .index
+        .slices
+        .get(&(ns, name))
+        .cloned()
+        .unwrap_or_default();
+    let mut c = EndpointCount {
+        exists: !slices.is_empty(),
+        ready: 0,
+        not_ready: 0,
+        ready_any_port: 0,
+        pods: Vec::new(),
+    };
+    for s in slices {
+        let has_port = s.ports.iter().any(|p| p.name == port_name);
+        for e in &s.endpoints {
+            // The 1.34 aggregator counts `conditions.ready == nil || true` as ready.
+            let ready = e.ready.unwrap_or(true);
+            if ready {
+                c.ready_any_port += e.addresses.len() as i64;
+            }
+            if has_port {
+                if ready {
+                    c.ready += e.addresses.len() as i64;
+                } else {
+                    c.not_ready += e.addresses.len() as i64;
+                }
+            }
+            if let Some(t) = &e.target_ref
+                && t.kind == "Pod"
+            {
+                c.pods.push((
+                    t.namespace.clone().unwrap_or_else(|| ns.into()),
+                    t.name.clone(),
+                ));
+            }
+        }
+    }
+    c
+}
+
+/// `endpoints` and `pods` for a Service reference.
+pub fn endpoints_and_pods(
+    base: &FactBase<'_>,
+    r: Option<&ServiceRef>,
+    default_port: i32,
+) -> (Value, Value) {
+    let svc = r.and_then(|r| {
+        base.index
+            .services
+            .get(&(r.namespace.as_str(), r.name.as_str()))
+            .copied()
+    });
+    let port = r.map(|r| r.port.unwrap_or(default_port)).unwrap_or(0);
+    let port_name = svc
+        .and_then(|s| s.ports.iter().find(|p| p.port == port))
+        .map(|p| p.name.clone())
+        .unwrap_or_default();
+    let (ns, name) = r
+        .map(|r| (r.namespace.as_str(), r.name.as_str()))
+        .unwrap_or(("", ""));
+    let legacy = legacy_endpoints(base, ns, name, &port_name);
+    let slices = slice_endpoints(base, ns, name, &port_name);
+    // The aggregator reads Endpoints before 1.34 and EndpointSlices from 1.34 on.
+    let slices_first = base.server_minor.is_some_and(|m| m >= 34);
+    let (source, chosen) = match (slices_first, legacy.exists, slices.exists) {
+        (true, _, true) | (false, false, true) => ("endpointslices", &slices),
+        (_, true, _) => ("endpoints", &legacy),
+        _ => ("", &legacy),
+    };
+    let endpoints = Obj::new()
+        .b("known", base.endpoints_known)
+        .b("exists", chosen.exists)
+        .s("source", source)
+        .s("port_name", port_name.clone())
+        .i("ready", chosen.ready)
+        .i("not_ready", chosen.not_ready)
+        .i("ready_any_port", chosen.ready_any_port)
+        .build();
+
+    let mut refs: Vec<(String, String)> = chosen.pods.clone();
+    if let Some(s) = svc
+        && !s.selector.is_empty()
+    {
+        for p in base
+            .index
+            .pods_in
+            .get(s.namespace.as_str())
+            .into_iter()
+            .flatten()
+        {
+            if s.selector.iter().all(|(k, v)| p.labels.get(k) == Some(v)) {
+                refs.push((p.namespace.clone(), p.name.clone()));
+            }
+        }
+    }
+    refs.sort();
+    refs.dedup();
+    let pods: Vec<_> = refs
+        .iter()
+        .filter_map(|(ns, n)| base.index.pods.get(&(ns.as_str(), n.as_str())).copied())
+        .collect();
+    let ready = pods.iter().filter(|p| p.ready).count() as i64;
+    let problems: Vec<String> = pods
+        .iter()
+        .flat_map(|p| p.container_problems.iter().cloned())
+        .collect();
+    let pods_fact = Obj::new()
+        .b("known", base.pods_known)
+        .i("total", pods.len() as i64)
+        .i("ready", ready)
+        .i("not_ready", pods.len() as i64 - ready)
+        .i("restarts", pods.iter().map(|p| p.restarts as i64).sum())
+        .v("problems", strings(problems))
+        .v(
+            "items",
+            list(pods.iter().map(|p| {
+                Obj::new()
+                    .s("namespace", p.namespace.clone())
+                    .s("name", p.name.clone())
+                    .s("phase", p.phase.clone())
+                    .b("ready", p.ready)
+                    .i("restarts", p.restarts.into())
+                    .v("problems", strings(p.container_problems.clone()))
+                    .build()
+            })),
+        )
+        .build();
+    (endpoints, pods_fact)
+}
+
+/// Whether `name` is covered by a SAN list (DNS names with `*.` wildcards, or IP addresses).
+pub fn covers(dns: &[String], ips: &[String], name: &str) -> bool {
+    if name.is_empty() {
+        return false;
+    }
+    if name.parse::<std::net::IpAddr>().is_ok() {
+        return ips.iter().any(|i| i == name);
+    }
+    dns.iter().any(|d| {
+        let d = d.to_ascii_lowercase();
+        let n = name.to_ascii_lowercase();
+        match d.strip_prefix("*.") {
+            Some(suffix) => n
+                .split_once('.')
+                .is_some_and(|(first, rest)| !first.is_empty() && rest == suffix),
+            None => d == n,
+        }
+    })
+}
+
+fn cert_fact(base: &FactBase<'_>, c: &Certificate, server_name: &str) -> Value {
+    let (days_left, expired, not_yet_valid) = match base.at {
+        Some(at) => {
+            let secs = (c.not_after.as_second() - at.as_second()) as f64;
+            (secs / 86400.0, at > c.not_after, at < c.not_before)
+        }
+        None => (f64::MAX, false, false),
+    };
+    let source = match c.origin.source {
+        CertSource::CaBundle => "ca_bundle",
+        CertSource::ServedChain => "served_chain",
+        CertSource::File => "file",
+    };
+    Obj::new()
+        .s("subject", c.subject.clone())
+        .s("issuer", c.issuer.clone())
+        .v("dns_names", strings(c.dns_names.clone()))
+        .v("ip_addresses", strings(c.ip_addresses.clone()))
+        .s("not_before", c.not_before.to_string())
+        .s("not_after", c.not_after.to_string())
+        .f("days_left", days_left)
+        .b("expired", expired)
+        .b("not_yet_valid", not_yet_valid)
+        .b("is_ca", c.is_ca)
+        .b("self_signed", c.self_signed)
+        .s("signature_algorithm", c.signature_algorithm.clone())
+        .b(
+            "covers_server_name",
+            covers(&c.dns_names, &c.ip_addresses, server_name),
+        )
+        .b(
+            "legacy_cn_only",
+            c.dns_names.is_empty() && c.ip_addresses.is_empty(),
+        )
+        .s("source", source)
+        .i("chain_index", c.origin.chain_index as i64)
+        .s("sha256", c.sha256.clone())
+        .build()
+}
+
+/// `tls`: the certificates of an object (its caBundle and the chain its backend served), judged at
+/// the collection time against the server name a client verifies.
+pub fn tls_fact(
+    base: &FactBase<'_>,
+    owner: Option<&ObjectRef>,
+    server_name: &str,
+    ca_bundle_present: bool,
+    insecure: bool,
+) -> Value {
+    let owned: Vec<&Certificate> = match owner {
+        Some(o) => base
+            .index
+            .certs
+            .get(&(o.kind.as_str(), o.name.as_str()))
+            .cloned()
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let mut served: Vec<&Certificate> = owned
+        .iter()
+        .copied()
+        .filter(|c| c.origin.source == CertSource::ServedChain)
+        .collect();
+    served.sort_by_key(|c| c.origin.chain_index);
+    let ca: Vec<&Certificate> = owned
+        .iter()
+        .copied()
+        .filter(|c| c.origin.source != CertSource::ServedChain)
+        .collect();
+    let verification = served
+        .first()
+        .and_then(|c| c.verification.as_ref())
+        .or_else(|| owned.iter().find_map(|c| c.verification.as_ref()));
+    let all: Vec<Value> = ca
+        .iter()
+        .chain(served.iter())
+        .map(|c| cert_fact(base, c, server_name))
+        .collect();
+    let min_days = ca
+        .iter()
+        .chain(served.iter())
+        .filter(|_| base.at.is_some())
+        .map(|c| (c.not_after.as_second() - base.at.map_or(0, |a| a.as_second())) as f64 / 86400.0)
+        .fold(f64::MAX, f64::min);
+    Obj::new()
+        .s("server_name", server_name)
+        .b("ca_bundle_present", ca_bundle_present)
+        .b("insecure", insecure)
+        .b("time_known", base.at.is_some())
+        .v(
+            "ca_bundle",
+            list(ca.iter().map(|c| cert_fact(base, c, server_name))),
+        )
+        .v(
+            "served",
+            list(served.iter().map(|c| cert_fact(base, c, server_name))),
+        )
+        .v("certs", list(all))
+        .f("min_days_left", min_days)
+        .v(
+            "verification",
+            Obj::new()
+                .b("checked", verification.is_some())
+                .b("ok", verification.is_some_and(|v| v.ok))
+                .s(
+                    "error",
+                    verification
+                        .and_then(|v| v.error.clone())
+                        .unwrap_or_default(),
+                )
+                .s(
+                    "trust",
+                    verification.map(|v| v.trust.clone()).unwrap_or_default(),
+                )
+                .s(
+                    "server_name",
+                    verification
+                        .map(|v| v.server_name.clone())
+                        .unwrap_or_default(),
+                )
+                .build(),
+        )
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn san_coverage_follows_go_rules() {
+        let dns = vec!["api.wardle-system.svc".to_string(), "*.example.com".into()];
+        assert!(covers(&dns, &[], "api.wardle-system.svc"));
+        assert!(covers(&dns, &[], "a.example.com"));
+        assert!(!covers(&dns, &[], "a.b.example.com"));
+        assert!(!covers(&dns, &[], "api.wardle-system"));
+        assert!(covers(&[], &["127.0.0.1".into()], "127.0.0.1"));
+        assert!(!covers(&dns, &[], "127.0.0.1"));
+    }
+}

@@ -1,0 +1,350 @@
+//! Cluster-wide facts (`cluster`, `apiserver`, `etcd`, `settings`) and the APF objects
+//! (`flowschema`, `prioritylevel`).
+//!
+//! These are built once per analysis and visible to every rule, whatever its subject: a rule about an
+//! APIService may rule Storage out because `etcd.readyz_check.ok`, and a Request rule may ask whether
+//! `apiserver.readyz` failed.
+
+use cel::Value;
+
+use super::FactBase;
+use super::value::{Obj, list, strings};
+use crate::bundle::observations::{Component, HealthCheck, HealthEndpoint};
+use crate::bundle::{CollectionSource, FlowSchema, MetricTarget, PriorityLevel, TimeBasis};
+use crate::engine::settings::Settings;
+
+/// `settings`: every setting by name.
+pub fn settings_fact(s: &Settings) -> Value {
+    let mut o = Obj::new();
+    for (k, v) in s.iter() {
+        o = o.f(k, v);
+    }
+    o.build()
+}
+
+fn metrics_source_fact(base: &FactBase<'_>, t: MetricTarget) -> Value {
+    let s = base.bundle.metrics_for(t);
+    Obj::new()
+        .b("present", s.is_some())
+        .b("windowed", s.is_some_and(|s| s.window.is_some()))
+        .f(
+            "window_seconds",
+            s.and_then(|s| s.window.as_ref())
+                .map_or(0.0, |w| w.seconds()),
+        )
+        .i("families", s.map_or(0, |s| s.families.len() as i64))
+        .s(
+            "scraped_at",
+            s.and_then(|s| s.scraped_at)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
+        )
+        .build()
+}
+
+/// `cluster`: collection facts, metrics availability, gaps.
+pub fn cluster_fact(base: &FactBase<'_>) -> Value {
+    let b = base.bundle;
+    let c = &b.collection;
+    let (major, minor) = c
+        .server_version
+        .as_ref()
+        .and_then(|v| v.major_minor())
+        .unwrap_or((0, 0));
+    let basis = match c.collected_at_basis {
+        Some(TimeBasis::Clock) => "clock",
+        Some(TimeBasis::Evidence) => "evidence",
+        Some(TimeBasis::Import) => "import",
+        None => "",
+    };
+    let source = match c.source {
+        CollectionSource::Live { .. } => "live",
+        CollectionSource::Raw { .. } => "raw",
+        CollectionSource::Unknown => "unknown",
+    };
+    let gaps = list(b.gaps.iter().map(|g| {
+        Obj::new()
+            .s("source", g.source.clone())
+            .s(
+                "reason",
+                serde_json::to_value(g.reason)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+            )
+            .s("detail", g.detail.clone())
+            .build()
+    }));
+    let objects = Obj::new()
+        .i("apiservices", b.api_services.len() as i64)
+        .i("services", b.services.len() as i64)
+        .i("endpoints", b.endpoints.len() as i64)
+        .i("endpoint_slices", b.endpoint_slices.len() as i64)
+        .i("pods", b.pods.len() as i64)
+        .i("webhooks", b.webhooks.len() as i64)
+        .i("crds", b.crds.len() as i64)
+        .i("flow_schemas", b.flow_schemas.len() as i64)
+        .i("priority_levels", b.priority_levels.len() as i64)
+        .i("certificates", b.certificates.len() as i64)
+        .i("probes", b.probes.len() as i64)
+        .i("log_findings", b.log_findings.len() as i64)
+        .build();
+    Obj::new()
+        .s(
+            "collected_at",
+            base.at.map(|t| t.to_string()).unwrap_or_default(),
+        )
+        .b("time_known", base.at.is_some())
+        .s("collected_at_basis", basis)
+        .s("source", source)
+        .v(
+            "server_version",
+            Obj::new()
+                .b("known", c.server_version.is_some())
+                .s(
+                    "git_version",
+                    c.server_version
+                        .as_ref()
+                        .map(|v| v.git_version.clone())
+                        .unwrap_or_default(),
+                )
+                .i("major", major.into())
+                .i("minor", minor.into())
+                .build(),
+        )
+        .v(
+            "metrics",
+            Obj::new()
+                .v(
+                    "apiserver",
+                    metrics_source_fact(base, MetricTarget::Apiserver),
+                )
+                .v("etcd", metrics_source_fact(base, MetricTarget::Etcd))
+                .v(
+                    "extension",
+                    metrics_source_fact(base, MetricTarget::Extension),
+                )
+                .build(),
+        )
+        .v("gaps", gaps)
+        .v(
+            "gap_sources",
+            strings(b.gaps.iter().map(|g| g.source.clone())),
+        )
+        .i(
+            "remote_apiservices",
+            b.api_services.iter().filter(|a| !a.is_local()).count() as i64,
+        )
+        .v("objects", objects)
+        .build()
+}
+
+fn health_fact(h: Option<&HealthCheck>) -> Value {
+    let checks = h.map(|h| h.checks.as_slice()).unwrap_or(&[]);
+    Obj::new()
+        .b("present", h.is_some())
+        .b("ok", h.is_some_and(|h| h.ok))
+        .s("error", h.and_then(|h| h.error.clone()).unwrap_or_default())
+        .v(
+            "failed",
+            strings(checks.iter().filter(|c| !c.ok).map(|c| c.name.clone())),
+        )
+        .v(
+            "passed",
+            strings(checks.iter().filter(|c| c.ok).map(|c| c.name.clone())),
+        )
+        .v(
+            "checks",
+            list(checks.iter().map(|c| {
+                Obj::new()
+                    .s("name", c.name.clone())
+                    .b("ok", c.ok)
+                    .s("reason", c.reason.clone().unwrap_or_default())
+                    .build()
+            })),
+        )
+        .s(
+            "origin",
+            h.and_then(|h| h.origin.clone()).unwrap_or_default(),
+        )
+        .build()
+}
+
+fn health<'b>(base: &FactBase<'b>, e: HealthEndpoint) -> Option<&'b HealthCheck> {
+    // Prefer a failing result when several files hold the same endpoint.
+    let all: Vec<&HealthCheck> = base
+        .bundle
+        .health_checks
+        .iter()
+        .filter(|h| h.endpoint == e)
+        .collect();
+    all.iter().find(|h| !h.ok).or_else(|| all.first()).copied()
+}
+
+fn logs_of(base: &FactBase<'_>, c: Option<Component>) -> Value {
+    list(
+        base.bundle
+            .log_findings
+            .iter()
+            .zip(&base.log_facts)
+            .filter(|(l, _)| c.is_none_or(|c| l.component == c))
+            .map(|(_, f)| f.clone()),
+    )
+}
+
+/// `apiserver`: kube-apiserver as a whole.
+pub fn apiserver_fact(base: &FactBase<'_>) -> Value {
+    let failing: Vec<Value> = base
+        .bundle
+        .probes
+        .iter()
+        .zip(&base.request_facts)
+        .filter(|(p, _)| crate::engine::subjects::is_failing(p))
+        .map(|(_, f)| f.clone())
+        .collect();
+    Obj::new()
+        .b("present", true)
+        .v(
+            "readyz",
+            health_fact(health(base, HealthEndpoint::ApiserverReadyz)),
+        )
+        .v(
+            "livez",
+            health_fact(health(base, HealthEndpoint::ApiserverLivez)),
+        )
+        .v(
+            "healthz",
+            health_fact(health(base, HealthEndpoint::ApiserverHealthz)),
+        )
+        .v("logs", logs_of(base, Some(Component::KubeApiserver)))
+        .v(
+            "extension_logs",
+            logs_of(base, Some(Component::ExtensionApiserver)),
+        )
+        .v("all_logs", logs_of(base, None))
+        .v("observations", list(base.request_facts.iter().cloned()))
+        .v("failing", list(failing))
+        .v(
+            "metrics",
+            metrics_source_fact(base, MetricTarget::Apiserver),
+        )
+        .build()
+}
+
+fn check_item(base: &FactBase<'_>, e: HealthEndpoint, name: &str) -> Value {
+    let item = health(base, e).and_then(|h| h.checks.iter().find(|c| c.name == name));
+    Obj::new()
+        .b("present", item.is_some())
+        .b("ok", item.is_some_and(|c| c.ok))
+        .s(
+            "reason",
+            item.and_then(|c| c.reason.clone()).unwrap_or_default(),
+        )
+        .build()
+}
+
+/// `etcd`: etcd as kube-apiserver's storage.
+pub fn etcd_fact(base: &FactBase<'_>) -> Value {
+    Obj::new()
+        .b("present", true)
+        .v(
+            "health",
+            health_fact(health(base, HealthEndpoint::EtcdHealth)),
+        )
+        .v(
+            "readyz_check",
+            check_item(base, HealthEndpoint::ApiserverReadyz, "etcd"),
+        )
+        .v(
+            "livez_check",
+            check_item(base, HealthEndpoint::ApiserverLivez, "etcd"),
+        )
+        .v("logs", logs_of(base, Some(Component::Etcd)))
+        .v("metrics", metrics_source_fact(base, MetricTarget::Etcd))
+        .build()
+}
+
+/// `flowschema`: an APF FlowSchema.
+pub fn flowschema_fact(base: &FactBase<'_>, f: Option<&FlowSchema>) -> Value {
+    let d = FlowSchema::default();
+    let x = f.unwrap_or(&d);
+    let level = base
+        .bundle
+        .priority_levels
+        .iter()
+        .find(|p| f.is_some() && p.name == x.priority_level);
+    Obj::new()
+        .b("present", f.is_some())
+        .s("name", x.name.clone())
+        .s("uid", x.uid.clone())
+        .s("api_version", x.api_version.clone())
+        .s("priority_level", x.priority_level.clone())
+        .i("matching_precedence", x.matching_precedence.into())
+        .s("distinguisher", x.distinguisher.clone().unwrap_or_default())
+        .b(
+            "dangling",
+            x.conditions
+                .iter()
+                .any(|c| c.type_ == "Dangling" && c.status == "True"),
+        )
+        .b("exempt", level.is_some_and(|l| l.type_ == "Exempt"))
+        .build()
+}
+
+/// `prioritylevel`: an APF PriorityLevelConfiguration with its debug-dump state.
+pub fn prioritylevel_fact(base: &FactBase<'_>, p: Option<&PriorityLevel>) -> Value {
+    let d = PriorityLevel::default();
+    let x = p.unwrap_or(&d);
+    let state = base
+        .bundle
+        .apf_state
+        .iter()
+        .find(|s| p.is_some() && s.priority_level == x.name);
+    let schemas: Vec<String> = base
+        .bundle
+        .flow_schemas
+        .iter()
+        .filter(|f| p.is_some() && f.priority_level == x.name)
+        .map(|f| f.name.clone())
+        .collect();
+    Obj::new()
+        .b("present", p.is_some())
+        .s("name", x.name.clone())
+        .s("uid", x.uid.clone())
+        .s("api_version", x.api_version.clone())
+        .s("type", x.type_.clone())
+        .b("exempt", x.type_ == "Exempt")
+        .i(
+            "concurrency_shares",
+            x.concurrency_shares.unwrap_or(0).into(),
+        )
+        .i("lendable_percent", x.lendable_percent.unwrap_or(0).into())
+        .s(
+            "limit_response",
+            x.limit_response.clone().unwrap_or_default(),
+        )
+        .i("queues", x.queues.unwrap_or(0).into())
+        .i("hand_size", x.hand_size.unwrap_or(0).into())
+        .i(
+            "queue_length_limit",
+            x.queue_length_limit.unwrap_or(0).into(),
+        )
+        .v("flow_schemas", strings(schemas))
+        .v(
+            "state",
+            Obj::new()
+                .b("present", state.is_some())
+                .i("waiting", state.map_or(0, |s| s.waiting_requests as i64))
+                .i(
+                    "executing",
+                    state.map_or(0, |s| s.executing_requests as i64),
+                )
+                .i("active_queues", state.map_or(0, |s| s.active_queues as i64))
+                .i(
+                    "pending_in_queues",
+                    state.and_then(|s| s.pending_in_queues).unwrap_or(0) as i64,
+                )
+                .build(),
+        )
+        .build()
+}

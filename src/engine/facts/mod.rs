@@ -1,0 +1,522 @@
+//! The fact model: what a rule sees, as CEL values (documented for rule authors in `docs/facts.md`,
+//! schema `extpath.dev/rules/v1`).
+//!
+//! Facts are built once per analysis for the cluster-wide variables (`cluster`, `apiserver`, `etcd`,
+//! `settings`) and once per subject for the subject's own variables, never once per rule: a bundle
+//! with 2,000 CRDs builds 2,000 CRD fact values and then runs every CRD rule against each.
+//!
+//! Which variables a rule may use depends on its subject kind ([`variables_for`]); the loader rejects
+//! a rule that names another. Every fact has the same shape whatever the evidence — absent objects
+//! have `present: false`, absent strings are `""` — so that a rule written against the sample of the
+//! fact model ([`sample`]) cannot fail at run time on a missing key.
+//!
+//! Sub-modules: [`objects`] (APIServices, webhooks, CRDs), [`backend`] (the Service, endpoints,
+//! pods and certificates they point at), [`requests`]
+//! (observed requests, log findings), [`cluster`] (cluster, apiserver, etcd, APF objects),
+//! [`value`] (CEL value building), [`sample`] (a fully populated bundle for load-time checks).
+
+pub mod backend;
+pub mod cluster;
+pub mod objects;
+pub mod requests;
+pub mod sample;
+pub mod value;
+
+use std::collections::HashMap;
+
+use cel::Value;
+
+use super::diagnosis::SubjectKind;
+use super::settings::Settings;
+use super::subjects::{SubjectEntry, SubjectSource, probe_target};
+use crate::bundle::{CollectionSource, EvidenceBundle, ObjectRef, ServiceRef, WebhookTarget};
+use value::list;
+
+/// Version of the fact model and rule format; rules declare it as `schema:`.
+pub const SCHEMA: &str = "extpath.dev/rules/v1";
+
+/// Variables every rule sees, whatever its subject.
+pub const COMMON_VARIABLES: &[&str] = &["subject", "cluster", "apiserver", "etcd", "settings"];
+
+/// The subject-specific variables of each subject kind.
+pub fn variables_for(kind: SubjectKind) -> &'static [&'static str] {
+    match kind {
+        SubjectKind::ApiService => &[
+            "apiservice",
+            "service",
+            "endpoints",
+            "pods",
+            "tls",
+            "observations",
+            "logs",
+        ],
+        SubjectKind::ValidatingWebhook | SubjectKind::MutatingWebhook => &[
+            "webhook",
+            "service",
+            "endpoints",
+            "pods",
+            "tls",
+            "observations",
+            "logs",
+        ],
+        SubjectKind::CustomResourceDefinition => &[
+            "crd",
+            "service",
+            "endpoints",
+            "pods",
+            "tls",
+            "observations",
+            "logs",
+        ],
+        SubjectKind::FlowSchema => &["flowschema", "prioritylevel", "observations"],
+        SubjectKind::PriorityLevel => &["prioritylevel", "observations"],
+        SubjectKind::ApiServer | SubjectKind::Etcd => &["observations"],
+        SubjectKind::Request => &[
+            "request",
+            "apiservice",
+            "webhook",
+            "crd",
+            "flowschema",
+            "prioritylevel",
+            "service",
+            "endpoints",
+            "pods",
+            "tls",
+            "logs",
+        ],
+    }
+}
+
+/// Per-bundle data every fact builder shares: the judging time, what was collected, and the facts
+/// of each observation and log finding (built once, shared by reference-counted values).
+pub struct FactBase<'b> {
+    /// The bundle.
+    pub bundle: &'b EvidenceBundle,
+    /// The moment the evidence describes; time checks are judged here, never at the wall clock.
+    pub at: Option<jiff::Timestamp>,
+    /// kube-apiserver minor version, when known.
+    pub server_minor: Option<u32>,
+    /// Services were collected, so a missing one is really missing.
+    pub services_known: bool,
+    /// Endpoints/EndpointSlices were collected.
+    pub endpoints_known: bool,
+    /// Pods were collected.
+    pub pods_known: bool,
+    /// One request fact per probe.
+    pub request_facts: Vec<Value>,
+    /// The object each probe concerns.
+    pub probe_targets: Vec<Option<ObjectRef>>,
+    /// One fact per log finding.
+    pub log_facts: Vec<Value>,
+    /// The object each log finding concerns: its `target`, else the object its message names.
+    pub log_targets: Vec<Option<ObjectRef>>,
+    /// Objects by `(namespace, name)`, so that thousands of subjects do not each scan every list.
+    pub index: ObjectIndex<'b>,
+}
+
+/// Lookups of the bundle's namespaced objects by `(namespace, name)`.
+#[derive(Default)]
+pub struct ObjectIndex<'b> {
+    /// Services.
+    pub services: HashMap<(&'b str, &'b str), &'b crate::bundle::Service>,
+    /// core/v1 Endpoints.
+    pub endpoints: HashMap<(&'b str, &'b str), &'b crate::bundle::Endpoints>,
+    /// EndpointSlices by their Service.
+    pub slices: HashMap<(&'b str, &'b str), Vec<&'b crate::bundle::EndpointSlice>>,
+    /// Pods.
+    pub pods: HashMap<(&'b str, &'b str), &'b crate::bundle::Pod>,
+    /// Pods by namespace.
+    pub pods_in: HashMap<&'b str, Vec<&'b crate::bundle::Pod>>,
+    /// Certificates by owner `(kind, name)`.
+    pub certs: HashMap<(&'b str, &'b str), Vec<&'b crate::bundle::Certificate>>,
+}
+
+impl<'b> ObjectIndex<'b> {
+    fn new(b: &'b EvidenceBundle) -> Self {
+        let mut ix = ObjectIndex::default();
+        for s in &b.services {
+            ix.services.entry((&s.namespace, &s.name)).or_insert(s);
+        }
+        for e in &b.endpoints {
+            ix.endpoints.entry((&e.namespace, &e.name)).or_insert(e);
+        }
+        for s in &b.endpoint_slices {
+            if let Some(svc) = &s.service_name {
+                ix.slices.entry((&s.namespace, svc)).or_default().push(s);
+            }
+        }
+        for p in &b.pods {
+            ix.pods.entry((&p.namespace, &p.name)).or_insert(p);
+            ix.pods_in.entry(&p.namespace).or_default().push(p);
+        }
+        for c in &b.certificates {
+            if let Some(o) = &c.origin.owner {
+                ix.certs.entry((&o.kind, &o.name)).or_default().push(c);
+            }
+        }
+        ix
+    }
+}
+
+fn gap_for(bundle: &EvidenceBundle, prefix: &str) -> bool {
+    bundle.gaps.iter().any(|g| g.source.starts_with(prefix))
+}
+
+/// The moment the evidence describes: the bundle's collection time, else the latest metrics scrape,
+/// else the latest dated observation. Never the wall clock.
+pub fn judging_time(bundle: &EvidenceBundle) -> Option<jiff::Timestamp> {
+    bundle
+        .collection
+        .collected_at
+        .or_else(|| bundle.metrics.iter().filter_map(|m| m.scraped_at).max())
+        .or_else(|| bundle.probes.iter().filter_map(|p| p.at).max())
+}
+
+impl<'b> FactBase<'b> {
+    /// Index a bundle.
+    pub fn new(bundle: &'b EvidenceBundle) -> Self {
+        let live = matches!(bundle.collection.source, CollectionSource::Live { .. });
+        let at = judging_time(bundle);
+        let probe_targets: Vec<Option<ObjectRef>> = bundle
+            .probes
+            .iter()
+            .map(|p| probe_target(bundle, p))
+            .collect();
+        let request_facts = bundle
+            .probes
+            .iter()
+            .zip(&probe_targets)
+            .map(|(p, t)| {
+                let name = p
+                    .path
+                    .clone()
+                    .or_else(|| p.description.clone())
+                    .unwrap_or_default();
+                requests::request_fact(&[p], t.as_ref(), &name)
+            })
+            .collect();
+        FactBase {
+            bundle,
+            at,
+            server_minor: bundle
+                .collection
+                .server_version
+                .as_ref()
+                .and_then(|v| v.major_minor())
+                .map(|(_, m)| m),
+            services_known: (live || !bundle.services.is_empty())
+                && !gap_for(bundle, "objects/services"),
+            endpoints_known: (live
+                || !bundle.endpoints.is_empty()
+                || !bundle.endpoint_slices.is_empty())
+                && !gap_for(bundle, "objects/endpoint"),
+            pods_known: (live || !bundle.pods.is_empty()) && !gap_for(bundle, "objects/pods"),
+            request_facts,
+            probe_targets,
+            log_facts: bundle.log_findings.iter().map(requests::log_fact).collect(),
+            index: ObjectIndex::new(bundle),
+            log_targets: bundle
+                .log_findings
+                .iter()
+                .map(|l| {
+                    l.target
+                        .clone()
+                        .or_else(|| super::subjects::text_target(bundle, &l.message))
+                })
+                .collect(),
+        }
+    }
+
+    fn observations_of(&self, r: &ObjectRef) -> Value {
+        list(
+            self.probe_targets
+                .iter()
+                .zip(&self.request_facts)
+                .filter(|(t, _)| t.as_ref().is_some_and(|t| same(t, r)))
+                .map(|(_, f)| f.clone()),
+        )
+    }
+
+    fn logs_of(&self, r: &ObjectRef, mentions: &[String]) -> Value {
+        list(
+            self.bundle
+                .log_findings
+                .iter()
+                .zip(self.log_facts.iter().zip(&self.log_targets))
+                .filter(|(l, (_, target))| {
+                    target.as_ref().is_some_and(|t| same(t, r))
+                        || mentions
+                            .iter()
+                            .any(|m| !m.is_empty() && l.message.contains(m.as_str()))
+                })
+                .map(|(_, (f, _))| f.clone()),
+        )
+    }
+}
+
+fn same(a: &ObjectRef, b: &ObjectRef) -> bool {
+    a.kind == b.kind && a.name == b.name
+}
+
+/// The cluster-wide variables, built once per analysis.
+pub fn cluster_vars(base: &FactBase<'_>, settings: &Settings) -> Vec<(&'static str, Value)> {
+    vec![
+        ("cluster", cluster::cluster_fact(base)),
+        ("apiserver", cluster::apiserver_fact(base)),
+        ("etcd", cluster::etcd_fact(base)),
+        ("settings", cluster::settings_fact(settings)),
+    ]
+}
+
+fn subject_fact(entry: &SubjectEntry<'_>) -> Value {
+    let s = &entry.subject;
+    value::Obj::new()
+        .s("kind", s.kind.as_str())
+        .s("name", s.name.clone())
+        .s("namespace", s.namespace.clone().unwrap_or_default())
+        .s("parent", s.parent.clone().unwrap_or_default())
+        .build()
+}
+
+/// `service`, `endpoints`, `pods`, `tls` of an object that points at a Service or URL.
+fn backend_vars(
+    base: &FactBase<'_>,
+    owner: Option<&ObjectRef>,
+    service: Option<&ServiceRef>,
+    default_port: i32,
+    server_name: &str,
+    ca_bundle_present: bool,
+    insecure: bool,
+) -> Vec<(&'static str, Value)> {
+    let (endpoints, pods) = backend::endpoints_and_pods(base, service, default_port);
+    vec![
+        (
+            "service",
+            backend::service_fact(base, service, default_port),
+        ),
+        ("endpoints", endpoints),
+        ("pods", pods),
+        (
+            "tls",
+            backend::tls_fact(base, owner, server_name, ca_bundle_present, insecure),
+        ),
+    ]
+}
+
+fn webhook_target_vars(
+    base: &FactBase<'_>,
+    owner: Option<&ObjectRef>,
+    t: Option<&WebhookTarget>,
+) -> Vec<(&'static str, Value)> {
+    backend_vars(
+        base,
+        owner,
+        t.and_then(|t| t.service.as_ref()),
+        443,
+        &t.and_then(WebhookTarget::server_name).unwrap_or_default(),
+        t.is_some_and(|t| t.ca_bundle_present),
+        false,
+    )
+}
+
+/// The subject's own variables, built once per subject.
+pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'static str, Value)> {
+    let b = base.bundle;
+    let mut vars = vec![("subject", subject_fact(entry))];
+    match &entry.source {
+        SubjectSource::ApiService(a) => {
+            let r = ObjectRef::cluster("APIService", &a.name);
+            vars.push(("apiservice", objects::apiservice_fact(Some(a))));
+            let server_name = a
+                .service
+                .as_ref()
+                .map(ServiceRef::server_name)
+                .unwrap_or_default();
+            vars.extend(backend_vars(
+                base,
+                Some(&r),
+                a.service.as_ref(),
+                443,
+                &server_name,
+                a.ca_bundle_present,
+                a.insecure_skip_tls_verify,
+            ));
+            vars.push(("observations", base.observations_of(&r)));
+            let gv = format!("{}/{}", a.group, a.version);
+            vars.push(("logs", base.logs_of(&r, &[a.name.clone(), gv])));
+        }
+        SubjectSource::Webhook(w) => {
+            let r = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
+            vars.push(("webhook", objects::webhook_fact(Some(w))));
+            vars.extend(webhook_target_vars(base, Some(&r), Some(&w.target)));
+            vars.push(("observations", base.observations_of(&r)));
+            vars.push(("logs", base.logs_of(&r, &[format!("\"{}\"", w.name)])));
+        }
+        SubjectSource::Crd(c) => {
+            let r = ObjectRef::cluster("CustomResourceDefinition", &c.name);
+            vars.push(("crd", objects::crd_fact(Some(c))));
+            vars.extend(webhook_target_vars(
+                base,
+                Some(&r),
+                c.conversion.webhook.as_ref(),
+            ));
+            vars.push(("observations", base.observations_of(&r)));
+            vars.push(("logs", base.logs_of(&r, std::slice::from_ref(&c.name))));
+        }
+        SubjectSource::FlowSchema(f) => {
+            let level = b
+                .priority_levels
+                .iter()
+                .find(|p| p.name == f.priority_level);
+            vars.push(("flowschema", cluster::flowschema_fact(base, Some(f))));
+            vars.push(("prioritylevel", cluster::prioritylevel_fact(base, level)));
+            vars.push((
+                "observations",
+                list(
+                    b.probes
+                        .iter()
+                        .zip(&base.request_facts)
+                        .filter(|(p, _)| {
+                            !f.uid.is_empty()
+                                && p.headers.flow_schema_uid.as_deref() == Some(f.uid.as_str())
+                        })
+                        .map(|(_, v)| v.clone()),
+                ),
+            ));
+        }
+        SubjectSource::PriorityLevel(p) => {
+            vars.push(("prioritylevel", cluster::prioritylevel_fact(base, Some(p))));
+            vars.push((
+                "observations",
+                list(
+                    b.probes
+                        .iter()
+                        .zip(&base.request_facts)
+                        .filter(|(x, _)| {
+                            !p.uid.is_empty()
+                                && x.headers.priority_level_uid.as_deref() == Some(p.uid.as_str())
+                        })
+                        .map(|(_, v)| v.clone()),
+                ),
+            ));
+        }
+        SubjectSource::ApiServer | SubjectSource::Etcd => {
+            vars.push((
+                "observations",
+                list(
+                    b.probes
+                        .iter()
+                        .zip(&base.request_facts)
+                        .filter(|(p, _)| super::subjects::is_failing(p))
+                        .map(|(_, v)| v.clone()),
+                ),
+            ));
+        }
+        SubjectSource::Request(members) => {
+            vars.extend(request_vars(base, entry, members));
+        }
+    }
+    vars
+}
+
+fn request_vars(
+    base: &FactBase<'_>,
+    entry: &SubjectEntry<'_>,
+    members: &[usize],
+) -> Vec<(&'static str, Value)> {
+    let b = base.bundle;
+    let probes: Vec<&crate::bundle::Probe> = members.iter().map(|&i| &b.probes[i]).collect();
+    let targets: Vec<&ObjectRef> = members
+        .iter()
+        .filter_map(|&i| base.probe_targets[i].as_ref())
+        .collect();
+    let find = |kinds: &[&str]| {
+        targets
+            .iter()
+            .find(|t| kinds.contains(&t.kind.as_str()))
+            .copied()
+    };
+    let api_ref = find(&["APIService"]);
+    let wh_ref = find(&["ValidatingWebhook", "MutatingWebhook"]);
+    let crd_ref = find(&["CustomResourceDefinition"]);
+    let target = api_ref.or(wh_ref).or(crd_ref).or(targets.first().copied());
+    let api = api_ref.and_then(|r| b.api_service(&r.name));
+    let wh = wh_ref.and_then(|r| {
+        b.webhooks
+            .iter()
+            .find(|w| w.name == r.name && w.kind.subject_kind() == r.kind)
+    });
+    let crd = crd_ref.and_then(|r| b.crds.iter().find(|c| c.name == r.name));
+    let fs = probes.iter().find_map(|p| {
+        let uid = p.headers.flow_schema_uid.as_deref()?;
+        b.flow_schemas.iter().find(|f| f.uid == uid)
+    });
+    let pl = probes
+        .iter()
+        .find_map(|p| {
+            let uid = p.headers.priority_level_uid.as_deref()?;
+            b.priority_levels.iter().find(|l| l.uid == uid)
+        })
+        .or_else(|| {
+            fs.and_then(|f| {
+                b.priority_levels
+                    .iter()
+                    .find(|l| l.name == f.priority_level)
+            })
+        });
+    let mut vars = vec![
+        (
+            "request",
+            requests::request_fact(&probes, target, &entry.subject.name),
+        ),
+        ("apiservice", objects::apiservice_fact(api)),
+        ("webhook", objects::webhook_fact(wh)),
+        ("crd", objects::crd_fact(crd)),
+        ("flowschema", cluster::flowschema_fact(base, fs)),
+        ("prioritylevel", cluster::prioritylevel_fact(base, pl)),
+    ];
+    if let Some(a) = api {
+        let r = ObjectRef::cluster("APIService", &a.name);
+        vars.extend(backend_vars(
+            base,
+            Some(&r),
+            a.service.as_ref(),
+            443,
+            &a.service
+                .as_ref()
+                .map(ServiceRef::server_name)
+                .unwrap_or_default(),
+            a.ca_bundle_present,
+            a.insecure_skip_tls_verify,
+        ));
+        let gv = format!("{}/{}", a.group, a.version);
+        vars.push(("logs", base.logs_of(&r, &[a.name.clone(), gv])));
+    } else if let Some(w) = wh {
+        let r = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
+        vars.extend(webhook_target_vars(base, Some(&r), Some(&w.target)));
+        vars.push(("logs", base.logs_of(&r, &[format!("\"{}\"", w.name)])));
+    } else if let Some(c) = crd {
+        let r = ObjectRef::cluster("CustomResourceDefinition", &c.name);
+        vars.extend(webhook_target_vars(
+            base,
+            Some(&r),
+            c.conversion.webhook.as_ref(),
+        ));
+        vars.push(("logs", base.logs_of(&r, std::slice::from_ref(&c.name))));
+    } else {
+        vars.extend(backend_vars(base, None, None, 443, "", false, false));
+        let mut mentions: Vec<String> = target.map(|t| vec![t.name.clone()]).unwrap_or_default();
+        mentions.extend(
+            probes
+                .iter()
+                .filter_map(|p| p.path.as_deref())
+                .map(|p| p.split('?').next().unwrap_or("").to_string())
+                .filter(|p| p.len() > 1),
+        );
+        let r = target
+            .cloned()
+            .unwrap_or_else(|| ObjectRef::cluster("", "\u{0}"));
+        vars.push(("logs", base.logs_of(&r, &mentions)));
+    }
+    vars
+}

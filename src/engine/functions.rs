@@ -1,0 +1,345 @@
+//! The CEL function library rules call: metric queries and a few formatting helpers.
+//!
+//! Metric functions take a target (`'apiserver'`, `'etcd'`, `'extension'`), a family name (or a list of
+//! names, summed, for a family renamed between versions) and a label selector map, and answer with a
+//! map that always says `present` and, for counters and histograms, whether the numbers describe the
+//! metrics window or the whole process life. The semantics live in [`super::metrics_query`]; this file
+//! only converts arguments and answers. `docs/facts.md` documents every function; [`FUNCTIONS`] lists
+//! their names so that loading can reject a call to anything else.
+
+use std::sync::Arc;
+
+use cel::objects::Key;
+use cel::{Context, Env, ExecutionError, Value};
+
+use super::facts::value::{Obj, list, number_text};
+use super::metrics_query::{
+    CounterAnswer, GaugeAnswer, HistogramAnswer, LabelMatch, MetricsIndex, label_match,
+    parse_target,
+};
+use crate::bundle::MetricTarget;
+
+/// Names of the functions this library adds (besides CEL's standard library and its string
+/// extension).
+pub const FUNCTIONS: &[&str] = &[
+    "counter",
+    "gauge",
+    "quantile",
+    "quantile_cumulative",
+    "above",
+    "series",
+    "human_seconds",
+    "human_bytes",
+    "percent",
+];
+
+/// The CEL environment rules are compiled and run in: the standard library plus the string
+/// extension (`lowerAscii`, `split`, `replace`, `join`, …).
+pub fn env() -> Arc<Env> {
+    static ENV: std::sync::OnceLock<Arc<Env>> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| {
+        let mut env = Env::stdlib();
+        env.add_extension(cel::extensions::strings)
+            .expect("the string extension declares no conflicting overloads");
+        Arc::new(env)
+    })
+    .clone()
+}
+
+fn err(function: &str, message: impl ToString) -> ExecutionError {
+    ExecutionError::function_error(function, message)
+}
+
+fn target_arg(function: &str, v: &Value) -> Result<MetricTarget, ExecutionError> {
+    match v {
+        Value::String(s) => parse_target(s).ok_or_else(|| {
+            err(
+                function,
+                format!("unknown metrics target {s:?} (apiserver, etcd, extension)"),
+            )
+        }),
+        other => Err(err(
+            function,
+            format!("target must be a string, got {other:?}"),
+        )),
+    }
+}
+
+fn families_arg(function: &str, v: &Value) -> Result<Vec<String>, ExecutionError> {
+    match v {
+        Value::String(s) => Ok(vec![s.to_string()]),
+        Value::List(l) => l
+            .iter()
+            .map(|x| match x {
+                Value::String(s) => Ok(s.to_string()),
+                other => Err(err(
+                    function,
+                    format!("family names must be strings: {other:?}"),
+                )),
+            })
+            .collect(),
+        other => Err(err(
+            function,
+            format!("family must be a string or a list of strings, got {other:?}"),
+        )),
+    }
+}
+
+fn selector_arg(function: &str, v: &Value) -> Result<Vec<LabelMatch>, ExecutionError> {
+    let Value::Map(m) = v else {
+        return Err(err(function, format!("selector must be a map, got {v:?}")));
+    };
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = m.map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    for (k, val) in entries {
+        let Key::String(key) = k else {
+            return Err(err(function, "selector keys must be label names"));
+        };
+        let values = match val {
+            Value::String(s) => vec![s.to_string()],
+            Value::List(l) => l
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) => Ok(s.to_string()),
+                    other => Err(err(
+                        function,
+                        format!("label values must be strings: {other:?}"),
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+            Value::Int(i) => vec![i.to_string()],
+            other => {
+                return Err(err(
+                    function,
+                    format!("label {key}: value must be a string or list, got {other:?}"),
+                ));
+            }
+        };
+        out.push(label_match(key, values).map_err(|e| err(function, e))?);
+    }
+    Ok(out)
+}
+
+fn number_arg(function: &str, v: &Value) -> Result<f64, ExecutionError> {
+    match v {
+        Value::Float(f) => Ok(*f),
+        Value::Int(i) => Ok(*i as f64),
+        Value::UInt(u) => Ok(*u as f64),
+        other => Err(err(function, format!("expected a number, got {other:?}"))),
+    }
+}
+
+/// The answer of `counter(…)` as a CEL map.
+pub fn counter_value(a: &CounterAnswer) -> Value {
+    Obj::new()
+        .b("present", a.present)
+        .b("windowed", a.windowed)
+        .i("series", a.series as i64)
+        .f("total", a.total)
+        .f("increase", a.increase)
+        .f("rate", a.rate)
+        .f("window_seconds", a.window_seconds)
+        .build()
+}
+
+/// The answer of `gauge(…)` as a CEL map.
+pub fn gauge_value(a: &GaugeAnswer) -> Value {
+    Obj::new()
+        .b("present", a.present)
+        .i("series", a.series as i64)
+        .f("value", a.value)
+        .f("max", a.max)
+        .f("min", a.min)
+        .build()
+}
+
+/// The answer of `quantile(…)` / `above(…)` as a CEL map.
+pub fn histogram_value(a: &HistogramAnswer) -> Value {
+    Obj::new()
+        .b("present", a.present)
+        .b("windowed", a.windowed)
+        .s("basis", a.basis)
+        .f("count", a.count)
+        .f("value", a.value)
+        .f("fraction", a.fraction)
+        .build()
+}
+
+/// Seconds for humans: `850 µs`, `4 ms`, `1.2 s`, `3 min`.
+pub fn human_seconds(s: f64) -> String {
+    if !s.is_finite() {
+        return s.to_string();
+    }
+    let a = s.abs();
+    if a == 0.0 {
+        "0 s".into()
+    } else if a < 0.001 {
+        format!("{} µs", number_text(s * 1e6))
+    } else if a < 1.0 {
+        format!("{} ms", number_text(s * 1e3))
+    } else if a < 120.0 {
+        format!("{} s", number_text(s))
+    } else if a < 7200.0 {
+        format!("{} min", number_text(s / 60.0))
+    } else {
+        format!("{} h", number_text(s / 3600.0))
+    }
+}
+
+/// Bytes for humans: `512 B`, `7.5 MB` (powers of 1000, like etcd's quota flags).
+pub fn human_bytes(b: f64) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = b;
+    let mut i = 0;
+    while v.abs() >= 1000.0 && i < units.len() - 1 {
+        v /= 1000.0;
+        i += 1;
+    }
+    format!("{} {}", number_text(v), units[i])
+}
+
+/// Add the library to a root context, querying `metrics`.
+///
+/// # Panics
+/// Never: the names do not clash with standard overloads (checked by a test).
+pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
+    let m = metrics.clone();
+    ctx.add_function(
+        "counter",
+        move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
+            let name = "counter";
+            let a = m.counter(
+                target_arg(name, &t)?,
+                &families_arg(name, &f)?,
+                &selector_arg(name, &s)?,
+            );
+            Ok(counter_value(&a))
+        },
+    )
+    .expect("counter is not a standard overload");
+    let m = metrics.clone();
+    ctx.add_function(
+        "gauge",
+        move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
+            let name = "gauge";
+            let a = m.gauge(
+                target_arg(name, &t)?,
+                &families_arg(name, &f)?,
+                &selector_arg(name, &s)?,
+            );
+            Ok(gauge_value(&a))
+        },
+    )
+    .expect("gauge is not a standard overload");
+    for (fname, cumulative) in [("quantile", false), ("quantile_cumulative", true)] {
+        let m = metrics.clone();
+        ctx.add_function(
+            fname,
+            move |t: Value, f: Value, s: Value, q: Value| -> Result<Value, ExecutionError> {
+                let q = number_arg(fname, &q)?;
+                if !(0.0..=1.0).contains(&q) {
+                    return Err(err(fname, format!("quantile {q} is outside 0..1")));
+                }
+                let a = m.quantile(
+                    target_arg(fname, &t)?,
+                    &families_arg(fname, &f)?,
+                    &selector_arg(fname, &s)?,
+                    q,
+                    cumulative,
+                );
+                Ok(histogram_value(&a))
+            },
+        )
+        .expect("quantile is not a standard overload");
+    }
+    let m = metrics.clone();
+    ctx.add_function(
+        "above",
+        move |t: Value, f: Value, s: Value, x: Value| -> Result<Value, ExecutionError> {
+            let name = "above";
+            let a = m.above(
+                target_arg(name, &t)?,
+                &families_arg(name, &f)?,
+                &selector_arg(name, &s)?,
+                number_arg(name, &x)?,
+            );
+            Ok(histogram_value(&a))
+        },
+    )
+    .expect("above is not a standard overload");
+    let m = metrics;
+    ctx.add_function(
+        "series",
+        move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
+            let name = "series";
+            let rows = m.series(
+                target_arg(name, &t)?,
+                &families_arg(name, &f)?,
+                &selector_arg(name, &s)?,
+            );
+            Ok(list(rows.iter().map(|r| {
+                let mut labels = Obj::new();
+                for (k, v) in &r.labels {
+                    labels = labels.s(k, v.clone());
+                }
+                Obj::new()
+                    .v("labels", labels.build())
+                    .f("value", r.value)
+                    .f("increase", r.increase)
+                    .f("rate", r.rate)
+                    .build()
+            })))
+        },
+    )
+    .expect("series is not a standard overload");
+    ctx.add_function(
+        "human_seconds",
+        |x: Value| -> Result<Value, ExecutionError> {
+            Ok(human_seconds(number_arg("human_seconds", &x)?).into())
+        },
+    )
+    .expect("human_seconds is not a standard overload");
+    ctx.add_function("human_bytes", |x: Value| -> Result<Value, ExecutionError> {
+        Ok(human_bytes(number_arg("human_bytes", &x)?).into())
+    })
+    .expect("human_bytes is not a standard overload");
+    ctx.add_function("percent", |x: Value| -> Result<Value, ExecutionError> {
+        Ok(format!("{}%", number_text(number_arg("percent", &x)? * 100.0)).into())
+    })
+    .expect("percent is not a standard overload");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(src: &str) -> Result<Value, ExecutionError> {
+        let env = env();
+        let mut ctx = Context::with_env(env.clone());
+        register(&mut ctx, Arc::new(MetricsIndex::new(&[])));
+        env.compile(src).unwrap().execute(&ctx)
+    }
+
+    #[test]
+    fn absent_metrics_are_explicit_and_numbers_compare_across_types() {
+        assert_eq!(
+            eval(
+                "!counter('apiserver', 'x', {}).present && counter('apiserver', 'x', {}).total == 0"
+            ),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(eval("1.5 > 1"), Ok(Value::Bool(true)));
+        assert!(eval("counter('nowhere', 'x', {})").is_err());
+        assert_eq!(eval("human_seconds(0.004)"), Ok(Value::from("4 ms")));
+        assert_eq!(eval("percent(0.5)"), Ok(Value::from("50%")));
+        assert_eq!(
+            eval("'a b'.split(' ').size() == 2 && 'ABC'.lowerAscii() == 'abc'"),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            eval("quantile('etcd', ['a', 'b'], {'op=~': 'get|list'}, 0.99).basis"),
+            Ok(Value::from("none"))
+        );
+    }
+}

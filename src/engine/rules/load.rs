@@ -1,0 +1,456 @@
+//! Phase one and two of loading a rule file: spanned YAML → validated, compiled [`Rule`].
+//!
+//! Every value is read as `Spanned<T>` so that a problem found after parsing (an unknown class, a CEL
+//! syntax error, a field the fact model does not have) still names the line it was written on. For a
+//! block scalar (`when: |`) the span points at the indicator; the expression starts on the next line,
+//! and a CEL error on its third line is reported three lines further down.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use super::check::{SampleWorld, check_rule};
+use super::template::{Part, Template, split};
+use super::{Expr, Role, Rule, RuleError, RuleOut, RuleSet};
+use crate::bundle::Rung;
+use crate::engine::diagnosis::{Class, Severity, SubjectKind};
+use crate::engine::facts::SCHEMA;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRuleOut {
+    class: Spanned<String>,
+    because: Spanned<String>,
+}
+
+/// `subject: APIService` or `subject: [ValidatingWebhook, MutatingWebhook]`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    schema: Spanned<String>,
+    id: Spanned<String>,
+    class: Spanned<String>,
+    severity: Spanned<String>,
+    subject: Spanned<OneOrMany>,
+    rung: Spanned<String>,
+    #[serde(default)]
+    confidence: Option<Spanned<f64>>,
+    #[serde(default)]
+    role: Option<Spanned<String>>,
+    #[serde(default)]
+    needs: Option<Spanned<String>>,
+    when: Spanned<String>,
+    #[serde(default)]
+    evidence: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    rules_out: Vec<RawRuleOut>,
+    summary: Spanned<String>,
+    #[serde(default)]
+    next: Vec<Spanned<String>>,
+    explain: Spanned<String>,
+    #[serde(default)]
+    references: Vec<String>,
+}
+
+/// Files of a rule directory, sorted; `*.test.yaml` are skipped.
+///
+/// # Errors
+/// A [`RuleError`] when the directory cannot be read.
+pub fn rule_files(dir: &Path) -> Result<Vec<PathBuf>, RuleError> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let p = e?.path();
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else if let Some(n) = p.file_name().and_then(|n| n.to_str())
+                && (n.ends_with(".yaml") || n.ends_with(".yml"))
+                && !n.ends_with(".test.yaml")
+                && !n.ends_with(".test.yml")
+            {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out).map_err(|e| RuleError {
+        file: dir.display().to_string(),
+        line: 0,
+        message: format!("cannot read rule directory: {e}"),
+    })?;
+    out.sort();
+    Ok(out)
+}
+
+/// Load rule files from disk, returning every rule that loaded and every error.
+pub fn load_paths(files: &[PathBuf]) -> (RuleSet, Vec<RuleError>) {
+    let mut sources = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        match std::fs::read_to_string(f) {
+            Ok(t) => sources.push((f.display().to_string(), t)),
+            Err(e) => errors.push(RuleError {
+                file: f.display().to_string(),
+                line: 0,
+                message: format!("cannot read: {e}"),
+            }),
+        }
+    }
+    let (set, more) = load_sources(sources.into_iter(), false);
+    errors.extend(more);
+    (set, errors)
+}
+
+/// Load rules from (file name, text) pairs. Duplicate ids are errors at the later file.
+pub fn load_sources<I: Iterator<Item = (String, String)>>(
+    sources: I,
+    bundled: bool,
+) -> (RuleSet, Vec<RuleError>) {
+    let world = SampleWorld::new();
+    let mut set = RuleSet::default();
+    let mut errors = Vec::new();
+    for (file, text) in sources {
+        match load_one(&file, &text, bundled, &world) {
+            Ok(rule) => {
+                if let Err(e) = set.extend(RuleSet { rules: vec![rule] }) {
+                    errors.push(e);
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    (set, errors)
+}
+
+fn err(file: &str, line: usize, message: impl Into<String>) -> RuleError {
+    RuleError {
+        file: file.to_string(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// The line where a spanned scalar's content starts: the next line for a block scalar.
+fn content_line(text: &str, s: &Spanned<String>) -> usize {
+    let line = s.referenced.line() as usize;
+    let col = s.referenced.column() as usize;
+    let src_line = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    let at: String = src_line.chars().skip(col.saturating_sub(1)).collect();
+    let t = at.trim_start();
+    if t.starts_with('|') || t.starts_with('>') {
+        line + 1
+    } else {
+        line
+    }
+}
+
+fn is_kebab(id: &str) -> bool {
+    !id.is_empty()
+        && id.split('-').all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        })
+}
+
+/// Compile one CEL expression; a syntax error names the line inside the file.
+pub fn compile(file: &str, line: usize, what: &str, source: &str) -> Result<Expr, RuleError> {
+    let env = crate::engine::functions::env();
+    env.compile(source)
+        .map(|program| Expr {
+            source: source.to_string(),
+            program,
+            line,
+        })
+        .map_err(|e| {
+            let first = e.errors.first();
+            let inner = first.map_or(0, |x| x.pos.0.max(1) as usize - 1);
+            let msg = first.map_or_else(|| e.to_string(), |x| x.msg.clone());
+            err(
+                file,
+                line + inner,
+                format!("{what}: CEL syntax error: {msg}"),
+            )
+        })
+}
+
+fn template(file: &str, line: usize, what: &str, text: &str) -> Result<Template, RuleError> {
+    let pieces = split(text).map_err(|m| err(file, line, format!("{what}: {m}")))?;
+    let mut parts = Vec::new();
+    for (is_expr, s) in pieces {
+        if is_expr {
+            parts.push(Part::Expr(compile(file, line, what, &s)?));
+        } else {
+            parts.push(Part::Text(s));
+        }
+    }
+    Ok(Template {
+        source: text.to_string(),
+        parts,
+    })
+}
+
+fn parse_class(file: &str, s: &Spanned<String>, allow_healthy: bool) -> Result<Class, RuleError> {
+    let line = s.referenced.line() as usize;
+    match Class::parse(&s.value) {
+        Some(Class::Inconclusive) => Err(err(
+            file,
+            line,
+            "class Inconclusive is given by the classifier, not by rules",
+        )),
+        Some(Class::Healthy) if !allow_healthy => {
+            Err(err(file, line, "Healthy cannot be ruled out"))
+        }
+        Some(c) => Ok(c),
+        None => Err(err(
+            file,
+            line,
+            format!(
+                "unknown class {:?} (one of Aggregation, Admission, Auth, APF, Storage, Watch, OutOfScope, Healthy)",
+                s.value
+            ),
+        )),
+    }
+}
+
+/// A YAML error as `file:line: message`. serde-saphyr prefixes its messages with
+/// `error: line L column C: `; the line is already in front, so it is said once.
+pub fn yaml_error(file: &str, e: &serde_saphyr::Error) -> RuleError {
+    let line = e.location().map_or(0, |l| l.line() as usize);
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("invalid YAML");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let message = match first.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+        Some((loc, msg)) if loc.contains(" column ") => msg,
+        _ => first,
+    };
+    err(file, line, message.to_string())
+}
+
+/// Load and check one rule file.
+///
+/// # Errors
+/// The first problem, as `file:line: message`.
+pub fn load_one(
+    file: &str,
+    text: &str,
+    bundled: bool,
+    world: &SampleWorld,
+) -> Result<Rule, RuleError> {
+    if text.trim().is_empty() {
+        return Err(err(file, 0, "empty rule file"));
+    }
+    let raw: RawRule = serde_saphyr::from_str(text).map_err(|e| yaml_error(file, &e))?;
+    let line = |s: &Spanned<String>| s.referenced.line() as usize;
+    if raw.schema.value != SCHEMA {
+        return Err(err(
+            file,
+            line(&raw.schema),
+            format!(
+                "schema {:?} is not supported (expected {SCHEMA:?})",
+                raw.schema.value
+            ),
+        ));
+    }
+    let id = raw.id.value.clone();
+    if !is_kebab(&id) {
+        return Err(err(
+            file,
+            line(&raw.id),
+            format!("id {id:?} is not kebab-case (lowercase words joined by '-')"),
+        ));
+    }
+    let stem = Path::new(file)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("");
+    if stem != id {
+        return Err(err(
+            file,
+            line(&raw.id),
+            format!("id {id:?} differs from the file name {stem:?}.yaml"),
+        ));
+    }
+    let class = parse_class(file, &raw.class, true)?;
+    let severity = match raw.severity.value.as_str() {
+        "info" => Severity::Info,
+        "warning" => Severity::Warning,
+        "critical" => Severity::Critical,
+        other => {
+            return Err(err(
+                file,
+                line(&raw.severity),
+                format!("unknown severity {other:?} (info, warning, critical)"),
+            ));
+        }
+    };
+    if class == Class::Healthy && severity != Severity::Info {
+        return Err(err(
+            file,
+            line(&raw.severity),
+            "a Healthy rule has severity info",
+        ));
+    }
+    let subject_line = raw.subject.referenced.line() as usize;
+    let names: Vec<String> = match &raw.subject.value {
+        OneOrMany::One(s) => vec![s.clone()],
+        OneOrMany::Many(v) => v.clone(),
+    };
+    if names.is_empty() {
+        return Err(err(
+            file,
+            subject_line,
+            "subject: at least one subject kind",
+        ));
+    }
+    let mut subjects = Vec::new();
+    for n in &names {
+        let k = SubjectKind::parse(n)
+            .filter(|k| k.as_str() == n)
+            .ok_or_else(|| {
+                err(
+                    file,
+                    subject_line,
+                    format!(
+                        "unknown subject {n:?} (one of {})",
+                        SubjectKind::ALL.map(|k| k.as_str()).join(", ")
+                    ),
+                )
+            })?;
+        if !subjects.contains(&k) {
+            subjects.push(k);
+        }
+    }
+    let vars = crate::engine::facts::variables_for(subjects[0]);
+    if subjects
+        .iter()
+        .any(|k| crate::engine::facts::variables_for(*k) != vars)
+    {
+        return Err(err(
+            file,
+            subject_line,
+            "subject kinds of one rule must see the same variables (e.g. ValidatingWebhook and MutatingWebhook)",
+        ));
+    }
+    let rung = Rung::ALL
+        .into_iter()
+        .find(|r| r.as_str() == raw.rung.value)
+        .ok_or_else(|| {
+            err(
+                file,
+                line(&raw.rung),
+                format!(
+                    "unknown rung {:?} (one of {})",
+                    raw.rung.value,
+                    Rung::ALL.map(|r| r.as_str()).join(", ")
+                ),
+            )
+        })?;
+    let confidence = match &raw.confidence {
+        Some(c) if !(c.value > 0.0 && c.value <= 1.0) => {
+            return Err(err(
+                file,
+                c.referenced.line() as usize,
+                format!("confidence {} is outside (0, 1]", c.value),
+            ));
+        }
+        Some(c) => c.value,
+        None => 0.8,
+    };
+    let role = match raw.role.as_ref().map(|r| r.value.as_str()) {
+        None | Some("verdict") => Role::Verdict,
+        Some("support") => Role::Support,
+        Some(other) => {
+            return Err(err(
+                file,
+                raw.role.as_ref().map_or(0, line),
+                format!("unknown role {other:?} (verdict, support)"),
+            ));
+        }
+    };
+    let needs = match &raw.needs {
+        Some(n) => Some(compile(file, content_line(text, n), "needs", &n.value)?),
+        None => None,
+    };
+    let when = compile(file, content_line(text, &raw.when), "when", &raw.when.value)?;
+    let mut evidence = Vec::new();
+    for (name, e) in &raw.evidence {
+        evidence.push((
+            name.clone(),
+            compile(
+                file,
+                content_line(text, e),
+                &format!("evidence {name}"),
+                &e.value,
+            )?,
+        ));
+    }
+    let mut rules_out = Vec::new();
+    for r in &raw.rules_out {
+        let c = parse_class(file, &r.class, false)?;
+        if c == class {
+            return Err(err(
+                file,
+                r.class.referenced.line() as usize,
+                format!("a {class} rule cannot rule out its own class"),
+            ));
+        }
+        rules_out.push(RuleOut {
+            class: c,
+            because: template(
+                file,
+                content_line(text, &r.because),
+                "because",
+                &r.because.value,
+            )?,
+        });
+    }
+    let summary = template(
+        file,
+        content_line(text, &raw.summary),
+        "summary",
+        raw.summary.value.trim(),
+    )?;
+    let mut next = Vec::new();
+    for n in &raw.next {
+        next.push(template(
+            file,
+            content_line(text, n),
+            "next",
+            n.value.trim(),
+        )?);
+    }
+    if raw.explain.value.trim().is_empty() {
+        return Err(err(file, line(&raw.explain), "explain is empty"));
+    }
+    let rule = Rule {
+        id,
+        class,
+        severity,
+        subjects,
+        rung,
+        confidence,
+        role,
+        needs,
+        when,
+        evidence,
+        rules_out,
+        summary,
+        next,
+        explain: raw.explain.value.trim_end().to_string(),
+        references: raw.references,
+        file: file.to_string(),
+        bundled,
+    };
+    check_rule(&rule, world)?;
+    Ok(rule)
+}

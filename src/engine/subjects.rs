@@ -1,0 +1,511 @@
+//! Which subjects a bundle has verdicts for, and which object each observed request concerns.
+//!
+//! Subjects are the objects of the extension paths (remote APIServices, each webhook, CRDs, FlowSchemas,
+//! PriorityLevels), the API server and etcd as a whole when there is evidence about them, and each
+//! failing request known from client output. Local APIServices (`spec.service` unset) are served in
+//! process and have no path of their own to judge; their failures show up on the Request, APIServer
+//! and Etcd subjects.
+//!
+//! A request seen several times — kubectl's stderr, its `-v6` trace and a curl of the same URL — is one
+//! subject: observations are merged by method, path (without the query) or kubectl's description,
+//! watch or not, and user. Which APIService, webhook or CRD a request concerns is read from the
+//! bundle's `Probe.target` when the importer knew it, else from the evidence itself: the webhook name
+//! quoted in `failed calling webhook "…"`, the CRD named in `conversion webhook for …`, or the
+//! group/version of the path matched against the bundle's APIServices and CRDs.
+
+use std::collections::BTreeMap;
+
+use super::diagnosis::{Subject, SubjectKind};
+use crate::bundle::probes::ProbeKind;
+use crate::bundle::{
+    ApiService, Crd, EvidenceBundle, FlowSchema, ObjectRef, PriorityLevel, Probe, Webhook,
+};
+
+/// What a subject is, with the bundle data behind it.
+#[derive(Debug, Clone)]
+pub enum SubjectSource<'b> {
+    /// A remote APIService.
+    ApiService(&'b ApiService),
+    /// One admission webhook.
+    Webhook(&'b Webhook),
+    /// A CRD.
+    Crd(&'b Crd),
+    /// An APF FlowSchema.
+    FlowSchema(&'b FlowSchema),
+    /// An APF PriorityLevelConfiguration.
+    PriorityLevel(&'b PriorityLevel),
+    /// kube-apiserver as a whole.
+    ApiServer,
+    /// etcd.
+    Etcd,
+    /// One request: the indexes into `bundle.probes` of its merged observations.
+    Request(Vec<usize>),
+}
+
+/// A subject of the bundle, its related objects and its data.
+#[derive(Debug, Clone)]
+pub struct SubjectEntry<'b> {
+    /// The subject as the Diagnosis names it.
+    pub subject: Subject,
+    /// Related objects (a request's APIService/webhook/CRD, an APIService's Service).
+    pub related: Vec<Subject>,
+    /// The data behind it.
+    pub source: SubjectSource<'b>,
+}
+
+fn subject(kind: SubjectKind, name: &str, parent: Option<&str>) -> Subject {
+    Subject {
+        kind,
+        name: name.to_string(),
+        namespace: None,
+        parent: parent.map(str::to_string),
+    }
+}
+
+/// The object a probe concerns, as a reference (kind is a subject kind name).
+pub fn probe_target(bundle: &EvidenceBundle, probe: &Probe) -> Option<ObjectRef> {
+    if let Some(t) = &probe.target
+        && SubjectKind::parse(&t.kind).is_some()
+    {
+        return Some(t.clone());
+    }
+    if let Some(t) = probe
+        .error_texts()
+        .into_iter()
+        .find_map(|t| text_target(bundle, t))
+    {
+        return Some(t);
+    }
+    let (group, version, resource) = request_gvr(probe);
+    if group.is_empty() {
+        return None;
+    }
+    let remote = bundle
+        .api_services
+        .iter()
+        .filter(|a| !a.is_local() && a.group == group)
+        .filter(|a| version.is_empty() || a.version == version)
+        .max_by_key(|a| a.version_priority.unwrap_or(0));
+    if let Some(a) = remote {
+        return Some(ObjectRef::cluster("APIService", &a.name));
+    }
+    bundle
+        .crds
+        .iter()
+        .find(|c| c.group == group && (resource.is_empty() || c.plural == resource))
+        .map(|c| ObjectRef::cluster("CustomResourceDefinition", &c.name))
+}
+
+/// The object an error text names: the webhook quoted in `failed calling webhook "…"` or `admission
+/// webhook "…" denied`, the CRD of `conversion webhook for <gv>, Kind=<Kind>`, or the APIService of a
+/// client's discovery failure — when the bundle has that object.
+pub fn text_target(bundle: &EvidenceBundle, text: &str) -> Option<ObjectRef> {
+    if let Some(name) = quoted_after(text, "failed calling webhook \"")
+        .or_else(|| quoted_after(text, "admission webhook \""))
+        .or_else(|| quoted_after(text, "rejected by webhook \""))
+        && let Some(w) = bundle.webhooks.iter().find(|w| w.name == name)
+    {
+        return Some(ObjectRef::cluster(w.kind.subject_kind(), &w.name));
+    }
+    if let Some(crd) = conversion_crd(bundle, text) {
+        return Some(ObjectRef::cluster("CustomResourceDefinition", &crd.name));
+    }
+    discovery_failure_apiservice(bundle, text).map(|a| ObjectRef::cluster("APIService", &a.name))
+}
+
+/// The text between `prefix` and the next `"`.
+pub fn quoted_after<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
+    let start = text.find(prefix)? + prefix.len();
+    let rest = &text[start..];
+    let end = rest.find('"')?;
+    Some(&rest[..end]).filter(|s| !s.is_empty())
+}
+
+/// The remote APIService of a group/version named by a client's discovery failure
+/// (`unable to retrieve the complete list of server APIs: <g>/<v>: …`, `couldn't get resource list
+/// for <g>/<v>: …`, `stale GroupVersion discovery: <g>/<v>`).
+fn discovery_failure_apiservice<'b>(
+    bundle: &'b EvidenceBundle,
+    text: &str,
+) -> Option<&'b ApiService> {
+    const PREFIXES: [&str; 3] = [
+        "unable to retrieve the complete list of server APIs: ",
+        "couldn't get resource list for ",
+        "stale GroupVersion discovery: ",
+    ];
+    PREFIXES.iter().find_map(|prefix| {
+        let start = text.find(prefix)? + prefix.len();
+        let gv = text[start..].split([':', ',', ' ', '"']).next()?;
+        let (group, version) = gv.split_once('/')?;
+        bundle
+            .api_services
+            .iter()
+            .find(|a| !a.is_local() && a.group == group && a.version == version)
+    })
+}
+
+/// The CRD named by `conversion webhook for <group>/<version>, Kind=<Kind>` in a text.
+fn conversion_crd<'b>(bundle: &'b EvidenceBundle, text: &str) -> Option<&'b Crd> {
+    let start = text.find("conversion webhook for ")? + "conversion webhook for ".len();
+    let rest = &text[start..];
+    let gv = rest.split([',', ' ']).next()?;
+    let group = gv.split('/').next()?;
+    let kind = rest
+        .find("Kind=")
+        .map(|i| &rest[i + 5..])
+        .and_then(|k| k.split([' ', ',', ':']).next())
+        .unwrap_or("");
+    bundle
+        .crds
+        .iter()
+        .find(|c| c.group == group && (kind.is_empty() || c.kind == kind))
+}
+
+/// Group, version and resource a request addresses, from its path or kubectl's description
+/// (`get flunders.wardle.example.com`). Empty strings when unknown; the core group is `""`.
+pub fn request_gvr(probe: &Probe) -> (String, String, String) {
+    if let Some(path) = &probe.path {
+        let path = path.split('?').next().unwrap_or("");
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        if parts.first() == Some(&"apis") && parts.len() >= 2 {
+            let group = parts[1].to_string();
+            let version = parts.get(2).map(|s| s.to_string()).unwrap_or_default();
+            let rest = &parts[3.min(parts.len())..];
+            let resource = match rest {
+                ["namespaces", _, r, ..] => r.to_string(),
+                [r, ..] => r.to_string(),
+                [] => String::new(),
+            };
+            return (group, version, resource);
+        }
+        return (String::new(), String::new(), String::new());
+    }
+    if let Some(desc) = &probe.description {
+        let target = desc.split_whitespace().nth(1).unwrap_or("");
+        if let Some((resource, group)) = target.split_once('.') {
+            return (group.to_string(), String::new(), resource.to_string());
+        }
+    }
+    (String::new(), String::new(), String::new())
+}
+
+fn is_watch(p: &Probe) -> bool {
+    p.watch.is_some()
+        || p.path.as_deref().is_some_and(|path| {
+            path.split_once('?')
+                .is_some_and(|(_, q)| q.split('&').any(|kv| kv == "watch=1" || kv == "watch=true"))
+        })
+}
+
+/// Whether an observation belongs on a Request subject: it failed, or it is a watch a user captured.
+pub fn is_failing(p: &Probe) -> bool {
+    let bad_status = p.status.is_some_and(|s| s >= 400);
+    let bad_counts = p
+        .status_counts
+        .keys()
+        .any(|k| k.parse::<u16>().is_ok_and(|s| s >= 400));
+    let bad_exit = p.exit_code.is_some_and(|c| c != 0);
+    let bad_watch = p.watch.as_ref().is_some_and(|w| {
+        w.error_event.is_some()
+            || matches!(
+                w.end,
+                crate::bundle::probes::WatchEnd::Broken
+                    | crate::bundle::probes::WatchEnd::ClientTimeout
+            )
+    });
+    bad_status || bad_counts || bad_exit || bad_watch || p.error.is_some()
+}
+
+fn wants_subject(p: &Probe) -> bool {
+    is_failing(p) || (p.origin.kind == ProbeKind::ClientOutput && p.watch.is_some())
+}
+
+fn path_key(p: &Probe) -> Option<String> {
+    let path = p.path.as_deref()?.split('?').next()?.to_string();
+    let method = if is_watch(p) {
+        "WATCH".to_string()
+    } else {
+        p.method
+            .clone()
+            .unwrap_or_else(|| "GET".into())
+            .to_uppercase()
+    };
+    Some(format!("{method} {path}"))
+}
+
+/// The subject name of a group of observations of one request.
+fn request_name(bundle: &EvidenceBundle, members: &[usize]) -> String {
+    let probes = members.iter().map(|&i| &bundle.probes[i]);
+    if let Some(k) = probes.clone().find_map(path_key) {
+        return k;
+    }
+    if let Some(d) = probes.clone().find_map(|p| p.description.clone()) {
+        return d;
+    }
+    let file = probes
+        .clone()
+        .find_map(|p| p.origin.files.first().cloned())
+        .map(|f| {
+            std::path::Path::new(&f)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or(f)
+        })
+        .unwrap_or_else(|| format!("probe #{}", members[0]));
+    format!("request in {file}")
+}
+
+/// Group failing observations into requests.
+fn request_groups(bundle: &EvidenceBundle) -> Vec<Vec<usize>> {
+    let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut loose: Vec<usize> = Vec::new();
+    for (i, p) in bundle.probes.iter().enumerate() {
+        if !wants_subject(p) {
+            continue;
+        }
+        let user = p.user.clone().unwrap_or_default();
+        let key = match path_key(p) {
+            Some(k) => k,
+            None => match &p.description {
+                Some(d) => format!("desc {d}"),
+                None => {
+                    loose.push(i);
+                    continue;
+                }
+            },
+        };
+        let k = (key, user);
+        if !groups.contains_key(&k) {
+            order.push(k.clone());
+        }
+        groups.entry(k).or_default().push(i);
+    }
+    // kubectl's stderr names a request only by description (`get flunders.wardle.example.com`);
+    // fold it into the traced request of the same resource and user when there is exactly one.
+    let mut folded: Vec<(String, String)> = Vec::new();
+    for k in order.iter().filter(|k| k.0.starts_with("desc ")) {
+        let desc_probe = &bundle.probes[groups[k][0]];
+        let (g, _, r) = request_gvr(desc_probe);
+        let verb = desc_probe
+            .description
+            .as_deref()
+            .and_then(|d| d.split_whitespace().next())
+            .unwrap_or("");
+        if r.is_empty() || !matches!(verb, "get" | "list") {
+            continue;
+        }
+        let candidates: Vec<&(String, String)> = order
+            .iter()
+            .filter(|o| o.0.starts_with("GET ") && o.1 == k.1)
+            .filter(|o| {
+                let p = &bundle.probes[groups[*o][0]];
+                let (pg, _, pr) = request_gvr(p);
+                pg == g && pr == r
+            })
+            .collect();
+        if let [only] = candidates.as_slice() {
+            let only = (*only).clone();
+            let moved = groups[k].clone();
+            groups
+                .get_mut(&only)
+                .expect("candidate exists")
+                .extend(moved);
+            folded.push(k.clone());
+        }
+    }
+    let mut out: Vec<Vec<usize>> = order
+        .into_iter()
+        .filter(|k| !folded.contains(k))
+        .map(|k| groups.remove(&k).expect("every ordered key has a group"))
+        .collect();
+    // An observation that names neither path nor resource (a bare kubectl error line, a curl body)
+    // joins the one request it is evidently part of, else stands alone.
+    let keyed = out.len();
+    for i in loose {
+        match unique_home(bundle, &out[..keyed], i) {
+            Some(g) => out[g].push(i),
+            None => out.push(vec![i]),
+        }
+    }
+    out
+}
+
+/// The single keyed request a loose observation belongs to: the one that printed the very same
+/// error text with the same status, or — for a watch — the only watch of a compatible target.
+fn unique_home(bundle: &EvidenceBundle, groups: &[Vec<usize>], loose: usize) -> Option<usize> {
+    let p = &bundle.probes[loose];
+    let texts = p.error_texts();
+    // The client's whole error line is the most specific text; any shared inner text comes next.
+    let matching = |same: &dyn Fn(&Probe) -> bool| -> Vec<usize> {
+        groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| {
+                g.iter().any(|&j| {
+                    let q = &bundle.probes[j];
+                    (p.status.is_none() || q.status == p.status) && same(q)
+                })
+            })
+            .map(|(i, _)| i)
+            .collect()
+    };
+    for candidates in [
+        matching(&|q: &Probe| p.error.is_some() && q.error == p.error),
+        matching(&|q: &Probe| q.error_texts().iter().any(|t| texts.contains(t))),
+    ] {
+        if let [only] = candidates.as_slice() {
+            return Some(*only);
+        }
+    }
+    p.watch.as_ref()?;
+    let target = probe_target(bundle, p);
+    let watches: Vec<usize> = groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| {
+            g.iter().any(|&j| {
+                let q = &bundle.probes[j];
+                is_watch(q)
+                    && match (&target, probe_target(bundle, q)) {
+                        (Some(a), Some(b)) => *a == b,
+                        _ => true,
+                    }
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    match watches.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    }
+}
+
+fn related_subject(r: &ObjectRef, bundle: &EvidenceBundle) -> Option<Subject> {
+    let kind = SubjectKind::parse(&r.kind)?;
+    let parent = match kind {
+        SubjectKind::ValidatingWebhook | SubjectKind::MutatingWebhook => bundle
+            .webhooks
+            .iter()
+            .find(|w| w.name == r.name && w.kind.subject_kind() == kind.as_str())
+            .map(|w| w.configuration.as_str()),
+        _ => None,
+    };
+    Some(subject(kind, &r.name, parent))
+}
+
+fn has_apiserver_evidence(b: &EvidenceBundle) -> bool {
+    use crate::bundle::observations::{Component, HealthEndpoint};
+    b.metrics_for(crate::bundle::MetricTarget::Apiserver)
+        .is_some()
+        || b.health_checks
+            .iter()
+            .any(|h| h.endpoint != HealthEndpoint::EtcdHealth)
+        || b.log_findings
+            .iter()
+            .any(|l| l.component == Component::KubeApiserver)
+}
+
+fn has_etcd_evidence(b: &EvidenceBundle) -> bool {
+    use crate::bundle::observations::{Component, HealthEndpoint};
+    b.metrics_for(crate::bundle::MetricTarget::Etcd).is_some()
+        || b.health_checks.iter().any(|h| {
+            h.endpoint == HealthEndpoint::EtcdHealth || h.checks.iter().any(|c| c.name == "etcd")
+        })
+        || b.log_findings
+            .iter()
+            .any(|l| l.component == Component::Etcd)
+}
+
+/// Every subject of the bundle, in a stable order: APIServices, webhooks, CRDs, FlowSchemas,
+/// PriorityLevels, the API server, etcd, then requests.
+pub fn subjects(bundle: &EvidenceBundle) -> Vec<SubjectEntry<'_>> {
+    let mut out = Vec::new();
+    for a in bundle.api_services.iter().filter(|a| !a.is_local()) {
+        out.push(SubjectEntry {
+            subject: subject(SubjectKind::ApiService, &a.name, None),
+            related: Vec::new(),
+            source: SubjectSource::ApiService(a),
+        });
+    }
+    for w in &bundle.webhooks {
+        let kind = match w.kind {
+            crate::bundle::WebhookKind::Validating => SubjectKind::ValidatingWebhook,
+            crate::bundle::WebhookKind::Mutating => SubjectKind::MutatingWebhook,
+        };
+        out.push(SubjectEntry {
+            subject: subject(kind, &w.name, Some(&w.configuration)),
+            related: Vec::new(),
+            source: SubjectSource::Webhook(w),
+        });
+    }
+    for c in &bundle.crds {
+        out.push(SubjectEntry {
+            subject: subject(SubjectKind::CustomResourceDefinition, &c.name, None),
+            related: Vec::new(),
+            source: SubjectSource::Crd(c),
+        });
+    }
+    for f in &bundle.flow_schemas {
+        let related = bundle
+            .priority_levels
+            .iter()
+            .filter(|p| p.name == f.priority_level)
+            .map(|p| subject(SubjectKind::PriorityLevel, &p.name, None))
+            .collect();
+        out.push(SubjectEntry {
+            subject: subject(SubjectKind::FlowSchema, &f.name, None),
+            related,
+            source: SubjectSource::FlowSchema(f),
+        });
+    }
+    for p in &bundle.priority_levels {
+        out.push(SubjectEntry {
+            subject: subject(SubjectKind::PriorityLevel, &p.name, None),
+            related: Vec::new(),
+            source: SubjectSource::PriorityLevel(p),
+        });
+    }
+    if has_apiserver_evidence(bundle) {
+        out.push(SubjectEntry {
+            subject: subject(SubjectKind::ApiServer, "kube-apiserver", None),
+            related: Vec::new(),
+            source: SubjectSource::ApiServer,
+        });
+    }
+    if has_etcd_evidence(bundle) {
+        out.push(SubjectEntry {
+            subject: subject(SubjectKind::Etcd, "etcd", None),
+            related: Vec::new(),
+            source: SubjectSource::Etcd,
+        });
+    }
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    for members in request_groups(bundle) {
+        let mut name = request_name(bundle, &members);
+        let user = bundle.probes[members[0]].user.clone();
+        let seen = names.entry(name.clone()).or_insert(0);
+        *seen += 1;
+        if *seen > 1 {
+            name = match user {
+                Some(u) => format!("{name} as {u}"),
+                None => format!("{name} #{seen}"),
+            };
+        }
+        let mut related: Vec<Subject> = Vec::new();
+        for &i in &members {
+            if let Some(r) =
+                probe_target(bundle, &bundle.probes[i]).and_then(|r| related_subject(&r, bundle))
+                && !related.contains(&r)
+            {
+                related.push(r);
+            }
+        }
+        out.push(SubjectEntry {
+            subject: subject(SubjectKind::Request, &name, None),
+            related,
+            source: SubjectSource::Request(members),
+        });
+    }
+    out
+}

@@ -26,6 +26,7 @@ end
 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -s h -l help -d 'Print help'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -s V -l version -d 'Print version'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "scan" -d 'Collect from the live cluster and classify every extension path (read-only)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
@@ -34,22 +35,82 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "col
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l cluster -d 'The name of the kubeconfig cluster to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l user -d 'The name of the kubeconfig user to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s s -l server -d 'The address and port of the Kubernetes API server' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l certificate-authority -d 'Path to a cert file for the certificate authority' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l client-certificate -d 'Path to a client certificate file for TLS' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l client-key -d 'Path to a client key file for TLS' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l token -d 'Bearer token for authentication to the API server' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l tls-server-name -d 'Server name to use for server certificate validation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l as -d 'Username to impersonate for the operation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l as-group -d 'Group to impersonate for the operation (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l as-uid -d 'UID to impersonate for the operation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only). With --prometheus it applies only to etcd\'s /metrics (--etcd-metrics-url)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l etcd-metrics-url -d 'etcd\'s /metrics URL (the client URL `https://HOST:2379`, or a `--listen-metrics-urls` address): adds etcd\'s own metrics, scraped in the same window, its /health and its alarms' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l etcd-cert -d 'Client certificate for etcd (mutual TLS)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l etcd-key -d 'Key of the etcd client certificate' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l etcd-ca -d 'CA that signed etcd\'s serving certificate' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus -d 'Read the metrics from this Prometheus (base URL) instead of scraping /metrics: rates over --since, no window to wait for' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l since -d 'With --prometheus: how far back the rates reach [default: 10m]' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l until -d 'With --prometheus: the end of that window, as an RFC 3339 time [default: now]' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-bearer-token-file -d 'File holding a bearer token for Prometheus' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-ca -d 'CA that signed Prometheus\' serving certificate (default: the system\'s roots)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-apiserver-selector -d 'Label matchers of kube-apiserver\'s series in Prometheus' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-etcd-selector -d 'Label matchers of etcd\'s series in Prometheus (read unless --etcd-metrics-url is given)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s o -l output -d 'Output format: table (default), json (the machine contract), yaml, markdown (incident documents) or junit (one test case per subject, for CI)' -r -f -a "table\t'A table for the terminal, with details for every finding'
+json\t'The Diagnosis as JSON (docs/diagnosis.schema.json)'
+yaml\t'The Diagnosis as YAML'
+markdown\t'Markdown for incident documents'
+junit\t'JUnit XML for CI: one test case per subject'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l color -d 'Colour in the table: auto (a terminal, NO_COLOR unset), always or never' -r -f -a "auto\t'Colour when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`'
+always\t'Always colour (also when piped, e.g. into `less -R`)'
+never\t'Never colour'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l class -d 'Only report verdicts of this class (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l subject -d 'Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l rule -d 'Run only this rule (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-rule -d 'Do not run this rule (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l set -d 'Set a rule setting, e.g. `cert_warn_days=14` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l waivers -d 'A waivers file for CI gates (rule, subject, reason, expiry); expired or unmatched waivers are reported' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l fail-on -d 'Exit 1 when a verdict not waived is at or above this severity (Inconclusive counts as warning)' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
+critical\t'Critical verdicts only'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l save-bundle -d 'Also write the evidence bundle to this file (YAML, or JSON when it ends in .json), to attach to the incident and analyse again elsewhere' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l probe-admission -d 'Send a server-side dry-run create (never stored) through each webhook that intercepts ConfigMap creation'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-list-probe -d 'Do not list one resource of each aggregated group/version after its discovery answers (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l wide -d 'Show each verdict\'s rung, confidence, evidence and consequences as table columns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l demo -d 'Scan the embedded demo instead of a cluster: the bundled reference server running fixtures/scenarios/demo.yaml (two broken aggregated APIs, one healthy webhook). Needs no cluster and no kubeconfig'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -l raw -d 'Build the bundle from raw files and directories instead: kubectl output, /metrics dumps, certificates, curl output, logs (kinds are told from content, see docs/raw-import.md)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
 json\t'JSON'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l raw -d 'Raw incident files or directories (kubectl output, /metrics dumps, logs, curl output …)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s o -l output -d 'Output format' -r -f -a "table\t'A listing for humans'
-json\t'The Diagnosis as JSON (the machine contract)'
-yaml\t'The Diagnosis as YAML'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s o -l output -d 'Output format: table (default), json (the machine contract), yaml, markdown (incident documents) or junit (one test case per subject, for CI)' -r -f -a "table\t'A table for the terminal, with details for every finding'
+json\t'The Diagnosis as JSON (docs/diagnosis.schema.json)'
+yaml\t'The Diagnosis as YAML'
+markdown\t'Markdown for incident documents'
+junit\t'JUnit XML for CI: one test case per subject'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l color -d 'Colour in the table: auto (a terminal, NO_COLOR unset), always or never' -r -f -a "auto\t'Colour when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`'
+always\t'Always colour (also when piped, e.g. into `less -R`)'
+never\t'Never colour'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l class -d 'Only report verdicts of this class (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l subject -d 'Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l rule -d 'Run only this rule (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l skip-rule -d 'Do not run this rule (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l set -d 'Set a rule setting, e.g. `cert_warn_days=14` (repeatable)' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l fail-on -d 'Exit 1 when a verdict is at or above this severity' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l waivers -d 'A waivers file for CI gates (rule, subject, reason, expiry); expired or unmatched waivers are reported' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l fail-on -d 'Exit 1 when a verdict not waived is at or above this severity (Inconclusive counts as warning)' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
 critical\t'Critical verdicts only'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l wide -d 'Show each verdict\'s rung, confidence, evidence and consequences as table columns'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand explain" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand explain" -s h -l help -d 'Print help'
@@ -113,14 +174,15 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "rules" -d 'List, lint and test rules'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from import analyze explain rules collect replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "scan" -d 'Collect from the live cluster and classify every extension path (read-only)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "rules" -d 'List, lint and test rules'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'

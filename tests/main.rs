@@ -22,3 +22,4 @@ mod refserver;
 mod report;
 mod report_cases;
 mod report_waivers;
+mod scan;

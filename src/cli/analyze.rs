@@ -1,9 +1,9 @@
 //! `analyze FILE` / `analyze --raw PATH...`: classify evidence offline and print the Diagnosis.
 //!
-//! This file parses arguments, loads the bundle and the rules, calls [`crate::engine::analyze`], and
-//! maps the worst verdict to an exit code (`--fail-on`, DESIGN §4). Writing the Diagnosis is one small
-//! function, [`write_diagnosis`], so that the table/markdown/junit renderers can replace the plain
-//! listing without touching the rest.
+//! This file parses arguments, loads the bundle and the rules, calls [`crate::engine::analyze`],
+//! applies waivers, renders through [`crate::report`] and maps the worst verdict not waived to an exit
+//! code (`--fail-on`, DESIGN §4). [`AnalyzeFlags`] and [`Prepared`] are shared by every command that
+//! classifies (`scan`, `why`, `replay`), so they all accept the same options.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,20 +11,11 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{CliError, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK};
+use crate::engine::waivers::{Waivers, apply_waivers, exceeds, load_waivers};
 use crate::engine::{
     Class, Diagnosis, Filter, RuleSet, Settings, Severity, filter::SubjectPattern,
 };
-
-/// Output formats of `analyze`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// A listing for humans.
-    Table,
-    /// The Diagnosis as JSON (the machine contract).
-    Json,
-    /// The Diagnosis as YAML.
-    Yaml,
-}
+use crate::report::{ColorChoice, Format, RenderOptions, render};
 
 /// The lowest severity that makes `analyze` exit 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -57,6 +48,46 @@ impl RuleArgs {
     }
 }
 
+/// What every command that classifies shares (`analyze`, `scan`, `why`): output, filters,
+/// settings, waivers and the gate.
+#[derive(Debug, Args, Clone)]
+pub struct AnalyzeFlags {
+    /// Output format: table (default), json (the machine contract), yaml, markdown (incident
+    /// documents) or junit (one test case per subject, for CI).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: Format,
+    /// Colour in the table: auto (a terminal, NO_COLOR unset), always or never.
+    #[arg(long = "color", value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// Show each verdict's rung, confidence, evidence and consequences as table columns.
+    #[arg(long)]
+    pub wide: bool,
+    /// Only report verdicts of this class (repeatable).
+    #[arg(long = "class", value_name = "CLASS", value_parser = parse_class)]
+    pub classes: Vec<Class>,
+    /// Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable).
+    #[arg(long = "subject", value_name = "KIND[/NAME]")]
+    pub subjects: Vec<SubjectPattern>,
+    /// Run only this rule (repeatable).
+    #[arg(long = "rule", value_name = "ID")]
+    pub rules: Vec<String>,
+    /// Do not run this rule (repeatable).
+    #[arg(long = "skip-rule", value_name = "ID")]
+    pub skip_rules: Vec<String>,
+    /// Set a rule setting, e.g. `cert_warn_days=14` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// A waivers file for CI gates (rule, subject, reason, expiry); expired or unmatched waivers
+    /// are reported.
+    #[arg(long = "waivers", value_name = "FILE")]
+    pub waivers: Option<PathBuf>,
+    /// Exit 1 when a verdict not waived is at or above this severity (Inconclusive counts as warning).
+    #[arg(long = "fail-on", value_enum, default_value = "critical")]
+    pub fail_on: FailOn,
+    #[command(flatten)]
+    pub rule_args: RuleArgs,
+}
+
 /// Arguments of `analyze`.
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
@@ -70,29 +101,8 @@ pub struct AnalyzeArgs {
     /// Raw incident files or directories (kubectl output, /metrics dumps, logs, curl output …).
     #[arg(long = "raw", value_name = "PATH", num_args = 1..)]
     raw: Vec<PathBuf>,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    output: OutputFormat,
-    /// Only report verdicts of this class (repeatable).
-    #[arg(long = "class", value_name = "CLASS", value_parser = parse_class)]
-    classes: Vec<Class>,
-    /// Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable).
-    #[arg(long = "subject", value_name = "KIND[/NAME]")]
-    subjects: Vec<SubjectPattern>,
-    /// Run only this rule (repeatable).
-    #[arg(long = "rule", value_name = "ID")]
-    rules: Vec<String>,
-    /// Do not run this rule (repeatable).
-    #[arg(long = "skip-rule", value_name = "ID")]
-    skip_rules: Vec<String>,
-    /// Set a rule setting, e.g. `cert_warn_days=14` (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE")]
-    set: Vec<String>,
-    /// Exit 1 when a verdict is at or above this severity.
-    #[arg(long = "fail-on", value_enum, default_value = "critical")]
-    fail_on: FailOn,
     #[command(flatten)]
-    rule_args: RuleArgs,
+    flags: AnalyzeFlags,
 }
 
 fn parse_class(s: &str) -> Result<Class, String> {
@@ -112,6 +122,81 @@ fn input_error(message: String) -> anyhow::Error {
     .into()
 }
 
+/// Everything needed to classify, checked before any evidence is gathered (a typo in `--rule`
+/// should not cost a 10-second collection).
+pub struct Prepared {
+    rules: RuleSet,
+    settings: Settings,
+    filter: Filter,
+    waivers: Option<Waivers>,
+}
+
+impl AnalyzeFlags {
+    /// Load rules, settings and waivers; check rule ids.
+    ///
+    /// # Errors
+    /// Input errors (exit 2): a rule that does not load, an unknown rule id or setting, a bad
+    /// waivers file.
+    pub fn prepare(&self) -> anyhow::Result<Prepared> {
+        let settings =
+            Settings::with_assignments(&self.set).map_err(|e| input_error(e.to_string()))?;
+        let rules = self.rule_args.load()?;
+        for id in self.rules.iter().chain(&self.skip_rules) {
+            if rules.get(id).is_none() {
+                return Err(input_error(format!(
+                    "--rule/--skip-rule {id:?}: no such rule"
+                )));
+            }
+        }
+        let waivers = match &self.waivers {
+            Some(path) => Some(load_waivers(path).map_err(|e| input_error(e.to_string()))?),
+            None => None,
+        };
+        Ok(Prepared {
+            rules,
+            settings,
+            filter: Filter {
+                classes: self.classes.clone(),
+                subjects: self.subjects.clone(),
+                rules: self.rules.clone(),
+                skip_rules: self.skip_rules.clone(),
+            },
+            waivers,
+        })
+    }
+}
+
+impl Prepared {
+    /// Classify a bundle, waivers applied.
+    pub fn diagnose(&self, bundle: &crate::bundle::EvidenceBundle) -> Diagnosis {
+        let mut d = crate::engine::analyze(bundle, &self.rules, &self.settings, &self.filter);
+        if let Some(w) = &self.waivers {
+            apply_waivers(&mut d, w, jiff::Zoned::now().date());
+        }
+        d
+    }
+}
+
+/// Print a diagnosis as the flags ask and return the exit code of the gate.
+///
+/// # Errors
+/// Write errors.
+pub fn report(d: &Diagnosis, flags: &AnalyzeFlags) -> anyhow::Result<u8> {
+    let opts = RenderOptions::for_stdout(flags.color, flags.wide);
+    let mut out = std::io::stdout().lock();
+    render(d, flags.output, &opts, &mut out)?;
+    out.flush()?;
+    let threshold = match flags.fail_on {
+        FailOn::Warning => Severity::Warning,
+        FailOn::Critical => Severity::Critical,
+    };
+    Ok(if exceeds(d, threshold) {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
+}
+
 /// Load the bundle named on the command line: a bundle file, or raw files imported.
 fn load_bundle(args: &AnalyzeArgs) -> anyhow::Result<crate::bundle::EvidenceBundle> {
     match &args.file {
@@ -121,102 +206,8 @@ fn load_bundle(args: &AnalyzeArgs) -> anyhow::Result<crate::bundle::EvidenceBund
 }
 
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
-    let settings = Settings::with_assignments(&args.set).map_err(|e| input_error(e.to_string()))?;
-    let rules = args.rule_args.load()?;
-    for id in args.rules.iter().chain(&args.skip_rules) {
-        if rules.get(id).is_none() {
-            return Err(input_error(format!(
-                "--rule/--skip-rule {id:?}: no such rule"
-            )));
-        }
-    }
+    let prepared = args.flags.prepare()?;
     let bundle = load_bundle(&args)?;
-    let filter = Filter {
-        classes: args.classes.clone(),
-        subjects: args.subjects.clone(),
-        rules: args.rules.clone(),
-        skip_rules: args.skip_rules.clone(),
-    };
-    let diagnosis = crate::engine::analyze(&bundle, &rules, &settings, &filter);
-    let mut out = std::io::stdout().lock();
-    write_diagnosis(&diagnosis, args.output, &mut out)?;
-    out.flush()?;
-    let threshold = match args.fail_on {
-        FailOn::Warning => Severity::Warning,
-        FailOn::Critical => Severity::Critical,
-    };
-    Ok(if diagnosis.summary.worst >= threshold {
-        EXIT_FINDINGS
-    } else {
-        EXIT_OK
-    })
-}
-
-/// Write a Diagnosis in a format. The one place output is produced.
-///
-/// # Errors
-/// Serialisation or write errors.
-pub fn write_diagnosis(
-    d: &Diagnosis,
-    format: OutputFormat,
-    out: &mut dyn Write,
-) -> anyhow::Result<()> {
-    match format {
-        OutputFormat::Json => {
-            serde_json::to_writer_pretty(&mut *out, d)?;
-            writeln!(out)?;
-        }
-        OutputFormat::Yaml => out.write_all(serde_saphyr::to_string(d)?.as_bytes())?,
-        OutputFormat::Table => write_listing(d, out)?,
-    }
-    Ok(())
-}
-
-fn write_listing(d: &Diagnosis, out: &mut dyn Write) -> std::io::Result<()> {
-    for v in &d.verdicts {
-        writeln!(
-            out,
-            "{:<8}  {:<12}  {}",
-            v.severity.as_str().to_uppercase(),
-            v.class.as_str(),
-            v.subject
-        )?;
-        writeln!(out, "    {}", v.summary)?;
-        if !v.rules.is_empty() {
-            let ids: Vec<&str> = v.rules.iter().map(|r| r.id.as_str()).collect();
-            writeln!(
-                out,
-                "    rules: {} (confidence {:.2})",
-                ids.join(", "),
-                v.confidence
-            )?;
-        }
-        for r in &v.ruled_out {
-            writeln!(out, "    ruled out {}: {}", r.class, r.because)?;
-        }
-        for c in &v.consequences {
-            writeln!(
-                out,
-                "    consequence ({}, {}): {}",
-                c.class, c.rung, c.summary
-            )?;
-        }
-        for c in &v.history {
-            writeln!(out, "    history ({}): {}", c.class, c.summary)?;
-        }
-        for n in &v.next {
-            writeln!(out, "    next: {n}")?;
-        }
-    }
-    if !d.gaps.is_empty() {
-        writeln!(out, "gaps:")?;
-        for g in &d.gaps {
-            let reason = serde_json::to_value(g.reason)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            writeln!(out, "    {} ({reason}) {}", g.source, g.detail)?;
-        }
-    }
-    writeln!(out, "{}", d.summary.headline)
+    let diagnosis = prepared.diagnose(&bundle);
+    report(&diagnosis, &args.flags)
 }

@@ -81,6 +81,7 @@ impl KubeFlags {
             impersonate_uid: self.as_uid.clone(),
             namespace: self.namespace.clone(),
             request_timeout: self.request_timeout,
+            isolated: false,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
 mod analyze;
+mod beside;
 mod collect;
 pub mod completions;
 mod explain;
@@ -15,6 +16,7 @@ mod import;
 mod kube_flags;
 mod replay;
 mod rules;
+mod scan;
 
 use std::process::ExitCode;
 
@@ -55,6 +57,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Collect from the live cluster and classify every extension path (read-only).
+    Scan(Box<scan::ScanArgs>),
     /// Validate an evidence bundle and print it back, or build one from raw incident files.
     Import(import::ImportArgs),
     /// Classify an evidence bundle offline: one verdict per subject.
@@ -96,6 +100,7 @@ pub fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
+        Command::Scan(args) => scan::run(*args),
         Command::Import(args) => import::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Explain(args) => explain::run(args),

@@ -50,6 +50,10 @@ pub struct ConnectOptions {
     pub namespace: Option<String>,
     /// `--request-timeout`: per request.
     pub request_timeout: Duration,
+    /// Use only these options: no kubeconfig, no in-cluster configuration, no proxy from the
+    /// environment (for clients of the bundled reference server, which must not pick up the
+    /// user's cluster). Needs `server`.
+    pub isolated: bool,
 }
 
 /// A connected client and what it is connected to.
@@ -173,6 +177,13 @@ async fn base_config(
         cluster: opts.cluster.clone(),
         user: opts.user.clone(),
     };
+    if opts.isolated {
+        let server = opts.server.as_deref().ok_or(ConnectError::NoConfig)?;
+        let uri = server
+            .parse()
+            .map_err(|e| ConnectError::Kubeconfig(format!("--server {server:?}: {e}")))?;
+        return Ok((kube::Config::new(uri), None));
+    }
     let kubeconfig = if let Some(path) = &opts.kubeconfig {
         Some(Kubeconfig::read_from(path).map_err(kubeconfig_error)?)
     } else {

@@ -7,23 +7,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 
-use super::{CliError, EXIT_INPUT, EXIT_OK};
+use crate::cli::{CliError, EXIT_INPUT, EXIT_OK};
 use crate::refserver::{ClientAuth, RefServer, StartOptions, scenario};
-
-/// Arguments of `replay`.
-#[derive(Debug, Args)]
-pub struct ReplayArgs {
-    #[command(subcommand)]
-    command: ReplayCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum ReplayCommand {
-    /// Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients.
-    Serve(ServeArgs),
-}
 
 /// Arguments of `replay serve`.
 #[derive(Debug, Args)]
@@ -42,13 +29,7 @@ pub struct ServeArgs {
     client_cert: bool,
 }
 
-pub fn run(args: ReplayArgs) -> anyhow::Result<u8> {
-    match args.command {
-        ReplayCommand::Serve(a) => serve(a),
-    }
-}
-
-fn serve(args: ServeArgs) -> anyhow::Result<u8> {
+pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let scenario = scenario::load(&args.scenario).map_err(|e| CliError {
         code: EXIT_INPUT,
         message: e.to_string(),
@@ -86,6 +67,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<u8> {
             writeln!(out, "etcd metrics on {etcd}/metrics")?;
         }
         writeln!(out, "export KUBECONFIG={}", path.display())?;
+        let backends = server.backend_addresses();
+        if !backends.is_empty() {
+            // A client beside the server reaches the backends on loopback, not at their cluster
+            // addresses; these flags let `scan`/`collect` shake hands with them.
+            let flags: Vec<String> = backends
+                .iter()
+                .map(|(svc, addr)| format!("--backend-address {svc}={addr}"))
+                .collect();
+            writeln!(out, "backends for scan/collect: {}", flags.join(" "))?;
+        }
         writeln!(out, "press Ctrl-C to stop")?;
         out.flush()?;
         drop(out);

@@ -1,0 +1,66 @@
+//! `scan`: collect from the live cluster and classify every extension path — what the on-call
+//! engineer and the CI gate run. Every `collect` option and every `analyze` option applies.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::analyze::{AnalyzeFlags, report};
+use super::collect::{CollectFlags, collect_bundle};
+use super::kube_flags::KubeFlags;
+
+/// Arguments of `scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub kube: KubeFlags,
+    #[command(flatten)]
+    pub collect: CollectFlags,
+    #[command(flatten)]
+    pub analyze: AnalyzeFlags,
+    /// Also write the evidence bundle to this file (YAML, or JSON when it ends in .json), to attach
+    /// to the incident and analyse again elsewhere.
+    #[arg(long = "save-bundle", value_name = "FILE")]
+    pub save_bundle: Option<PathBuf>,
+    /// Scan the embedded demo instead of a cluster: the bundled reference server running
+    /// fixtures/scenarios/demo.yaml (two broken aggregated APIs, one healthy webhook). Needs no
+    /// cluster and no kubeconfig.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+/// The demo scenario, embedded so `scan --demo` works from any directory.
+const DEMO_SCENARIO: &str = include_str!("../../fixtures/scenarios/demo.yaml");
+
+async fn collect_demo(
+    flags: &CollectFlags,
+    kube: &KubeFlags,
+) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    let scenario = crate::refserver::scenario::load_str(DEMO_SCENARIO, "demo.yaml")?;
+    let server = crate::refserver::RefServer::start(scenario, Default::default()).await?;
+    let bundle = super::beside::collect_beside(&server, flags.options(kube, "default")).await;
+    server.shutdown().await;
+    bundle
+}
+
+pub fn run(args: ScanArgs) -> anyhow::Result<u8> {
+    // Rules, settings and waivers are checked before a collection that may take the whole window.
+    let prepared = args.analyze.prepare()?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let bundle = if args.demo {
+        rt.block_on(collect_demo(&args.collect, &args.kube))?
+    } else {
+        rt.block_on(collect_bundle(&args.kube, &args.collect))?
+    };
+    if let Some(path) = &args.save_bundle {
+        let text = if path.extension().is_some_and(|e| e == "json") {
+            bundle.to_json()? + "\n"
+        } else {
+            bundle.to_yaml()?
+        };
+        std::fs::write(path, text)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write the bundle: {e}", path.display()))?;
+    }
+    let diagnosis = prepared.diagnose(&bundle);
+    report(&diagnosis, &args.analyze)
+}

@@ -31,6 +31,7 @@ pub mod state;
 pub mod status;
 pub mod storage;
 pub mod store;
+mod synthetic;
 pub mod tls;
 
 use std::convert::Infallible;
@@ -240,7 +241,7 @@ impl RunningServer {
 
     /// The current `/metrics` text.
     pub fn metrics_text(&self) -> String {
-        self.state.metrics.render()
+        self.state.metrics_text()
     }
 
     /// `http://127.0.0.1:<port>` of the etcd metrics endpoint, when the scenario has one.

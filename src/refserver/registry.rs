@@ -250,6 +250,14 @@ fn builtin_def(b: &Builtin) -> ResourceDef {
 }
 
 /// Every built-in resource.
+/// A built-in resource by `apiVersion` and kind (no store access).
+pub fn builtin_by_kind(api_version: &str, kind: &str) -> Option<ResourceDef> {
+    BUILTINS
+        .iter()
+        .map(builtin_def)
+        .find(|d| d.api_version() == api_version && d.kind == kind)
+}
+
 pub fn builtins() -> Vec<ResourceDef> {
     BUILTINS.iter().map(builtin_def).collect()
 }

@@ -43,6 +43,8 @@ pub struct State {
     pub started: Instant,
     /// The address the server listens on (`127.0.0.1:port`), once known.
     pub listen_addr: std::sync::OnceLock<std::net::SocketAddr>,
+    /// Synthetic `/metrics` padding (`server.syntheticMetricsBytes`), generated once.
+    pub synthetic_metrics: String,
     /// Every request that reached the server, in arrival order (for tests that prove a client
     /// only reads).
     pub requests: std::sync::Mutex<Vec<LoggedRequest>>,
@@ -68,6 +70,13 @@ impl std::fmt::Debug for State {
 }
 
 impl State {
+    /// The whole `/metrics` text: the live registry, then any synthetic padding.
+    pub fn metrics_text(&self) -> String {
+        let mut text = self.metrics.render();
+        text.push_str(&self.synthetic_metrics);
+        text
+    }
+
     /// Build the state (no tasks started).
     pub fn new(
         scenario: Scenario,
@@ -99,6 +108,10 @@ impl State {
             rules.insert(u.name.clone(), u.allow.clone());
         }
         let (release, _) = watch::channel(false);
+        let synthetic_metrics = match scenario.server.synthetic_metrics_bytes {
+            0 => String::new(),
+            n => super::synthetic::exposition(n),
+        };
         State {
             store: Store::new(scenario.server.watch_history),
             apf: Apf::new(scenario.server.server_concurrency_limit),
@@ -113,6 +126,7 @@ impl State {
             started: Instant::now(),
             listen_addr: std::sync::OnceLock::new(),
             requests: std::sync::Mutex::new(Vec::new()),
+            synthetic_metrics,
         }
     }
 }

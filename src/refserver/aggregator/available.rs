@@ -288,8 +288,20 @@ pub async fn sync_all(state: &State) {
                 .map(str::to_string)
         })
         .collect();
-    futures::future::join_all(names.iter().map(|n| sync_one(state, n))).await;
+    // kube-aggregator's controller works its queue with a few workers; probing hundreds of
+    // APIServices at once would time every probe out on a small machine.
+    let mut pending = names.into_iter();
+    loop {
+        let batch: Vec<String> = pending.by_ref().take(AVAILABILITY_WORKERS).collect();
+        if batch.is_empty() {
+            break;
+        }
+        futures::future::join_all(batch.iter().map(|n| sync_one(state, n))).await;
+    }
 }
+
+/// Concurrent availability checks (kube-aggregator runs a handful of workers).
+const AVAILABILITY_WORKERS: usize = 8;
 
 /// Run the controller until shutdown.
 pub async fn run(state: Arc<State>, mut shutdown: tokio::sync::watch::Receiver<bool>) {

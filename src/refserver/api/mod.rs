@@ -64,7 +64,7 @@ pub async fn serve(
     let verbose = info.query.contains_key("verbose");
     match path {
         "/version" => Ok(json_response(200, &health::version(state))),
-        "/metrics" => Ok(text_response(200, state.metrics.render())),
+        "/metrics" => Ok(text_response(200, state.metrics_text())),
         "/api" => Ok(json_response(200, &discovery::core_versions(state))),
         "/apis" => Ok(json_response(200, &discovery::group_list(state))),
         p if p.starts_with("/healthz")

@@ -117,6 +117,10 @@ pub struct ServerSettings {
     /// Total APF seats (`--max-requests-inflight` + `--max-mutating-requests-inflight`).
     #[serde(default = "d600")]
     pub server_concurrency_limit: u32,
+    /// Append about this many bytes of synthetic histogram families to `/metrics` (benchmarks of
+    /// large clusters; see `synthetic.rs`). 0 = none.
+    #[serde(default)]
+    pub synthetic_metrics_bytes: usize,
 }
 
 impl Default for ServerSettings {
@@ -130,6 +134,7 @@ impl Default for ServerSettings {
             watch_history: d1000(),
             bookmark_interval_ms: d15000(),
             server_concurrency_limit: d600(),
+            synthetic_metrics_bytes: 0,
         }
     }
 }

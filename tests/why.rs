@@ -1,8 +1,9 @@
 //! `why` against the reference server, through the real binary: one real request per case, and the
 //! class it is given — an aggregated 503 from a down backend (Aggregation at discovery), a TLS
 //! failure behind `Available=True` (Aggregation at tls), a webhook timeout on a dry-run write
-//! (Admission), an APF 429 with seats held (APF), an etcd stall (Storage) and a 403 (Auth). The
-//! human view is snapshot-tested with latencies, ports and UIDs redacted.
+//! (Admission), a failing CRD conversion webhook (Admission at conversion), an APF 429 with seats
+//! held (APF), an etcd stall (Storage) and a 403 (Auth); a watch; bad input and an unreachable
+//! server. The human view is snapshot-tested with latencies, ports and UIDs redacted.
 //!
 //! No sleeps to wait for servers or seats: saturation is made deterministic by holding storage
 //! operations and polling the server's own gauges.
@@ -229,6 +230,58 @@ async fn a_webhook_timeout_on_a_dry_run_write_is_admission() {
         .collect();
     assert_eq!(writes.len(), 1, "{writes:?}");
     assert!(writes[0].path.contains("dryRun=All"), "{writes:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_conversion_webhook_breaks_only_the_version_it_converts() {
+    let server = start("admission-conversion-webhook-down").await;
+    let (r, _) = why(
+        &server,
+        &[
+            "GET",
+            "/apis/stable.example.com/v2/namespaces/default/crontabs",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["trace"]["serving"], "custom_resource");
+    let crd = &doc["trace"]["crd"];
+    assert_eq!(
+        (
+            crd["requested_version"].as_str(),
+            crd["storage_version"].as_str()
+        ),
+        (Some("v2"), Some("v1"))
+    );
+    assert_eq!(crd["converts"], true);
+    assert_eq!(verdict(&doc), ("Admission", "conversion"));
+    assert!(
+        related(&doc).contains(&"CustomResourceDefinition/crontabs.stable.example.com".to_string())
+    );
+    assert_eq!(step(&doc, "storage")["state"], "not_reached");
+
+    // The stored version needs no conversion: it is served, and nothing on its path is blamed.
+    let (r, _) = why(
+        &server,
+        &[
+            "GET",
+            "/apis/stable.example.com/v1/namespaces/default/crontabs",
+            "-o",
+            "yaml",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: Value = serde_saphyr::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["request"]["status"], 200);
+    assert!(doc["verdict"].is_null(), "{}", doc["verdict"]);
+    assert_eq!(doc["trace"]["crd"]["converts"], false);
+    assert_eq!(step(&doc, "conversion")["state"], "passed");
+    assert_eq!(step(&doc, "storage")["state"], "passed");
     server.shutdown().await;
 }
 

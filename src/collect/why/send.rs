@@ -100,7 +100,8 @@ pub async fn send(
     user: Option<&str>,
     opts: SendOptions,
 ) -> Result<Probe, String> {
-    if target.method.is_write() && !target.path.contains("dryRun=All") {
+    let query = target.path.split_once('?').map_or("", |(_, q)| q);
+    if target.method.is_write() && !super::target::query_has(query, "dryRun", "All") {
         return Err(format!(
             "refusing to send {} {} without dryRun=All",
             target.method.http(),
@@ -278,5 +279,28 @@ mod tests {
         assert_eq!(humantime(Duration::from_millis(1500)), "1.5s");
         assert_eq!(humantime(Duration::from_secs(10)), "10s");
         assert_eq!(humantime(Duration::from_millis(250)), "250ms");
+    }
+
+    #[tokio::test]
+    async fn a_write_without_dry_run_is_never_sent() {
+        // A client whose transport fails the test if anything reaches it.
+        let transport = tower::service_fn(|_req: http::Request<kube::client::Body>| async {
+            panic!("a write without dryRun=All reached the transport");
+            #[allow(unreachable_code)]
+            Ok::<http::Response<kube::client::Body>, std::convert::Infallible>(http::Response::new(
+                kube::client::Body::empty(),
+            ))
+        });
+        let client = kube::Client::new(transport, "default");
+        let mut t = Target::new(Method::DryRunCreate, "/api/v1/namespaces/a/configmaps").unwrap();
+        t.path = "/api/v1/namespaces/a/configmaps".into();
+        let opts = SendOptions {
+            request_timeout: Duration::from_secs(1),
+            watch_for: Duration::from_secs(1),
+        };
+        let err = send(&client, &t, Some(b"{}".to_vec()), None, opts)
+            .await
+            .unwrap_err();
+        assert!(err.contains("without dryRun=All"), "{err}");
     }
 }

@@ -287,7 +287,8 @@ fn query_pairs(query: &str) -> impl Iterator<Item = (String, String)> + '_ {
     form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned()))
 }
 
-fn query_has(query: &str, key: &str, value: &str) -> bool {
+/// The query has `key=value`.
+pub(super) fn query_has(query: &str, key: &str, value: &str) -> bool {
     query_pairs(query).any(|(k, v)| k == key && v == value)
 }
 

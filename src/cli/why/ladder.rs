@@ -65,9 +65,16 @@ fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
     out
 }
 
-/// Place the diagnosis on the steps and set each step's state. Returns the findings that have no
-/// step on this path.
-pub fn mark(steps: &mut [Step], d: &Diagnosis, request: Option<&Verdict>) -> Vec<Finding> {
+/// Place the diagnosis on the steps and set each step's state. A deciding rule of the request whose
+/// rung has no step here (a 404 route on `verb`, an extension's backend on `backend`) gets a step of
+/// its own, described by `answer` (what the server answered). Returns the other findings that have
+/// no step on this path.
+pub fn mark(
+    steps: &mut Vec<Step>,
+    d: &Diagnosis,
+    request: Option<&Verdict>,
+    answer: &str,
+) -> Vec<Finding> {
     let related: Vec<&Subject> = request
         .map(|r| r.related.iter().collect())
         .unwrap_or_default();
@@ -103,7 +110,21 @@ pub fn mark(steps: &mut [Step], d: &Diagnosis, request: Option<&Verdict>) -> Vec
                 .collect()
         };
         if targets.is_empty() {
-            leftover.push(p.finding);
+            if p.finding.decides {
+                // After the request-wide steps, before the first step of a later rung.
+                let start = steps
+                    .iter()
+                    .position(|s| s.rung == crate::bundle::Rung::Authz)
+                    .map_or(0, |i| i + 1);
+                let at = (start..steps.len())
+                    .find(|&i| steps[i].rung > p.rung)
+                    .unwrap_or(steps.len());
+                let mut step = Step::new(p.rung, Seen::Unknown, answer);
+                step.findings.push(p.finding);
+                steps.insert(at, step);
+            } else {
+                leftover.push(p.finding);
+            }
             continue;
         }
         for i in targets {
@@ -235,7 +256,7 @@ mod tests {
             vec![],
         );
         let d = diagnosis(vec![request.clone(), own, healthy]);
-        let leftover = mark(&mut steps, &d, Some(&request));
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 503");
         assert!(leftover.is_empty());
         let states: Vec<StepState> = steps.iter().map(|s| s.state).collect();
         assert_eq!(
@@ -280,7 +301,7 @@ mod tests {
             vec![],
         );
         let d = diagnosis(vec![request.clone(), level, elsewhere]);
-        let leftover = mark(&mut steps, &d, Some(&request));
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 503");
         assert_eq!(leftover.len(), 1, "no watch step on this path");
         assert_eq!(steps[1].findings.len(), 2);
         assert_eq!(steps[0].state, StepState::Passed);
@@ -290,7 +311,38 @@ mod tests {
         // Without a failing request nothing is "not reached"; bad evidence without a rule is
         // attention.
         let mut steps = vec![step(Rung::Storage, Seen::Bad, None)];
-        mark(&mut steps, &diagnosis(vec![]), None);
+        mark(&mut steps, &diagnosis(vec![]), None, "answered 200 OK");
         assert_eq!(steps[0].state, StepState::Attention);
+    }
+
+    #[test]
+    fn a_deciding_rule_without_a_step_gets_one_where_its_rung_belongs() {
+        let req = subject(SubjectKind::Request, "GET /apis/nope.example.com/v1/things");
+        let mut steps = vec![
+            step(Rung::Authn, Seen::Ok, None),
+            step(Rung::Flowcontrol, Seen::Ok, None),
+            step(Rung::Authz, Seen::Ok, None),
+            step(Rung::Registration, Seen::Bad, None),
+            step(Rung::Storage, Seen::Ok, None),
+        ];
+        let request = verdict(req, Class::OutOfScope, Rung::Verb, vec![]);
+        let d = diagnosis(vec![request.clone()]);
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 404 Not Found");
+        assert!(leftover.is_empty());
+        let rungs: Vec<Rung> = steps.iter().map(|s| s.rung).collect();
+        assert_eq!(
+            rungs,
+            [
+                Rung::Authn,
+                Rung::Flowcontrol,
+                Rung::Authz,
+                Rung::Registration,
+                Rung::Verb,
+                Rung::Storage
+            ]
+        );
+        assert_eq!(steps[4].state, StepState::Failed);
+        assert_eq!(steps[4].evidence, "answered 404 Not Found");
+        assert_eq!(steps[5].state, StepState::NotReached);
     }
 }

@@ -267,7 +267,11 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
 
     let verdict = request_verdict(&d, &inv);
     let mut path = steps::observe(&inv);
-    let other = ladder::mark(&mut path, &d, verdict);
+    let answer = match inv.probe().status {
+        Some(s) => format!("answered {}", steps::status_line(s)),
+        None => "no response".to_string(),
+    };
+    let other = ladder::mark(&mut path, &d, verdict, &answer);
     let mut out = std::io::stdout().lock();
     match args.output {
         WhyFormat::Human => {

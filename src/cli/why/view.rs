@@ -363,34 +363,30 @@ pub fn render(
         .filter(|v| Some(&v.subject) != request_subject)
         .filter(|v| v.class != Class::Healthy)
         .collect();
-    for (i, v) in others.iter().enumerate() {
-        let text = format!(
-            "{} {} {}: {}",
-            v.subject,
-            v.class,
-            v.severity,
-            one_line(&v.summary)
-        );
+    let mut also: Vec<String> = others
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {} {}: {}",
+                v.subject,
+                v.class,
+                v.severity,
+                one_line(&v.summary)
+            )
+        })
+        .collect();
+    also.extend(
+        other
+            .iter()
+            .filter(|f| !others.iter().any(|v| v.subject.to_string() == f.subject))
+            .map(|f| format!("{}: {} ({})", f.subject, one_line(&f.summary), f.rule)),
+    );
+    for (i, text) in also.iter().enumerate() {
         if i == 0 {
-            label(out, &paint, "Also", &text, width)?;
+            label(out, &paint, "Also", text, width)?;
         } else {
-            write_wrapped(
-                out,
-                &text,
-                &" ".repeat(LABEL),
-                &" ".repeat(LABEL + 2),
-                width,
-            )?;
+            write_wrapped(out, text, &" ".repeat(LABEL), &" ".repeat(LABEL + 2), width)?;
         }
-    }
-    for f in other {
-        write_wrapped(
-            out,
-            &format!("{} {} ({})", f.subject, one_line(&f.summary), f.rule),
-            &" ".repeat(LABEL),
-            &" ".repeat(LABEL + 2),
-            width,
-        )?;
     }
     let next: Vec<&String> = match verdict {
         Some(v) => v.next.iter().collect(),

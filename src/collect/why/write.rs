@@ -135,11 +135,10 @@ pub fn resource_for_kind(doc: &Value, kind: &str) -> Option<(String, bool)> {
 }
 
 fn unreachable_or(e: FetchError, input: impl FnOnce(FetchError) -> String) -> PlanError {
-    match e {
-        FetchError::Transport(t) => {
-            PlanError::Unreachable(format!("the API server could not be reached: {t}"))
-        }
-        other => PlanError::Input(input(other)),
+    if e.is_unreachable() {
+        PlanError::Unreachable(format!("the API server could not be reached: {e}"))
+    } else {
+        PlanError::Input(input(e))
     }
 }
 
@@ -187,9 +186,9 @@ pub async fn plan_write(
                     }
                     (Method::DryRunUpdate, item)
                 }
-                Err(FetchError::Transport(t)) => {
+                Err(e) if e.is_unreachable() => {
                     return Err(PlanError::Unreachable(format!(
-                        "the API server could not be reached: {t}"
+                        "the API server could not be reached: {e}"
                     )));
                 }
                 // Absent (or not readable): a create, and the API server says the rest.

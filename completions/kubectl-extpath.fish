@@ -32,6 +32,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "ana
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "rules" -d 'List, lint and test rules'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "why" -d 'Reproduce one request, trace its path rung by rung, and classify it (writes only as a server-side dry run: --dry-run -f FILE)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -164,6 +165,38 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l probe-admission -d 'Send a server-side dry-run create (never stored) through each webhook that intercepts ConfigMap creation'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l skip-list-probe -d 'Do not list one resource of each aggregated group/version after its discovery answers (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s f -l filename -d 'Send the object in this file (YAML or JSON) as a server-side dry-run create, or update when it exists. Needs --dry-run' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l dry-run -d 'Server-side dry run: the API server authenticates, authorizes, admits and validates the write and stores nothing. The only way why sends a write' -r -f -a "server\t''"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l cluster -d 'The name of the kubeconfig cluster to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l user -d 'The name of the kubeconfig user to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s s -l server -d 'The address and port of the Kubernetes API server' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l certificate-authority -d 'Path to a cert file for the certificate authority' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l client-certificate -d 'Path to a client certificate file for TLS' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l client-key -d 'Path to a client key file for TLS' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l token -d 'Bearer token for authentication to the API server' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l tls-server-name -d 'Server name to use for server certificate validation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l as -d 'Username to impersonate for the operation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l as-group -d 'Group to impersonate for the operation (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l as-uid -d 'UID to impersonate for the operation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l watch-for -d 'How long a WATCH is read before it is judged' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l timeout -d 'Bound on gathering the path\'s evidence after the request; what has not answered becomes a gap' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s o -l output -d 'Output: human (default), json or yaml (the WhyReport document)' -r -f -a "human\t'The request, its path rung by rung, the verdict'
+json\t'The WhyReport document: the request record, the path, the verdict and the Diagnosis'
+yaml\t'The same document as YAML'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l color -d 'Colour in the human view: auto (a terminal, NO_COLOR unset), always or never' -r -f -a "auto\t'Colour when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`'
+always\t'Always colour (also when piped, e.g. into `less -R`)'
+never\t'Never colour'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l fail-on -d 'Exit 1 when a verdict of this path is at or above this severity (Inconclusive counts as warning)' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
+critical\t'Critical verdicts only'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l set -d 'Set a rule setting, e.g. `etcd_request_p99_warn_seconds=1` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -s h -l help -d 'Print help'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -174,15 +207,16 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "scan" -d 'Collect from the live cluster and classify every extension path (read-only)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "rules" -d 'List, lint and test rules'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "scan" -d 'Collect from the live cluster and classify every extension path (read-only)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "rules" -d 'List, lint and test rules'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "why" -d 'Reproduce one request, trace its path rung by rung, and classify it (writes only as a server-side dry run: --dry-run -f FILE)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'

@@ -23,3 +23,4 @@ mod report;
 mod report_cases;
 mod report_waivers;
 mod scan;
+mod why;

@@ -17,6 +17,7 @@ mod kube_flags;
 mod replay;
 mod rules;
 mod scan;
+mod why;
 
 use std::process::ExitCode;
 
@@ -69,6 +70,9 @@ enum Command {
     Rules(rules::RulesArgs),
     /// Collect an evidence bundle from the live cluster (read-only) and print it.
     Collect(Box<collect::CollectArgs>),
+    /// Reproduce one request, trace its path rung by rung, and classify it (writes only as a
+    /// server-side dry run: --dry-run -f FILE).
+    Why(Box<why::WhyArgs>),
     /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
     Replay(replay::ReplayArgs),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
@@ -106,6 +110,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Explain(args) => explain::run(args),
         Command::Rules(args) => rules::run(args),
         Command::Collect(args) => collect::run(*args),
+        Command::Why(args) => why::run(*args),
         Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
         Command::Complete(args) => completions::run_complete(args),

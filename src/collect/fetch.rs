@@ -107,7 +107,8 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
-fn headers_of(h: &http::HeaderMap) -> ResponseHeaders {
+/// The headers of a response that matter to a diagnosis.
+pub fn headers_of(h: &http::HeaderMap) -> ResponseHeaders {
     let get = |name: &str| {
         h.get(name)
             .and_then(|v| v.to_str().ok())

@@ -42,6 +42,7 @@ pub mod objects;
 pub mod prometheus;
 pub mod refs;
 mod scrapes;
+pub mod why;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

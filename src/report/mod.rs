@@ -21,7 +21,7 @@ pub mod junit;
 pub mod markdown;
 pub mod reference;
 pub mod table;
-mod wrap;
+pub(crate) mod wrap;
 pub mod yaml;
 
 use std::io::Write;

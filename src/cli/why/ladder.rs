@@ -1,0 +1,348 @@
+//! The engine's findings placed on the request's steps: which rung broke (✗), which passed (✓),
+//! which the request never reached (·), and what could not be judged (?).
+//!
+//! Every rule that fired on a verdict of this path — the request's own verdict, and those of the
+//! APIService, webhooks, CRD, FlowSchema, priority level, API server and etcd it passes — lands on
+//! the step of its rung: on the step about its own object when it is about one (an APIService's TLS
+//! rule on that APIService's TLS step; the request's rules on the steps of the objects the request
+//! is related to), else on the path-wide step of that rung (authentication, priority and fairness,
+//! storage). A finding with no step of its rung on this path is returned apart, so nothing is lost.
+//!
+//! The request's verdict decides where it broke: the first step holding one of its deciding rules.
+//! Steps after it did not see this request; they are shown as not reached, with what their evidence
+//! says. Healthy rules and history (cumulative counters) never mark a step.
+
+use super::steps::{Finding, Seen, Step, StepState};
+use crate::engine::diagnosis::{Class, Diagnosis, Subject, SubjectKind, Verdict};
+
+fn same(a: &Subject, b: &Subject) -> bool {
+    a.kind == b.kind && a.name == b.name
+}
+
+struct Placed {
+    finding: Finding,
+    rung: crate::bundle::Rung,
+    subject: Subject,
+    from_request: bool,
+}
+
+fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
+    let mut out = Vec::new();
+    for v in &d.verdicts {
+        if matches!(v.class, Class::Healthy | Class::Inconclusive) {
+            continue;
+        }
+        let is_request = request.is_some_and(|r| same(&r.subject, &v.subject));
+        for r in &v.rules {
+            out.push(Placed {
+                finding: Finding {
+                    rule: r.id.clone(),
+                    class: r.class.to_string(),
+                    subject: v.subject.to_string(),
+                    summary: r.summary.clone(),
+                    decides: is_request,
+                },
+                rung: r.rung,
+                subject: v.subject.clone(),
+                from_request: is_request,
+            });
+        }
+        for c in &v.consequences {
+            out.push(Placed {
+                finding: Finding {
+                    rule: c.rule.clone(),
+                    class: c.class.to_string(),
+                    subject: v.subject.to_string(),
+                    summary: c.summary.clone(),
+                    decides: false,
+                },
+                rung: c.rung,
+                subject: v.subject.clone(),
+                from_request: is_request,
+            });
+        }
+    }
+    out
+}
+
+/// Place the diagnosis on the steps and set each step's state. A deciding rule of the request whose
+/// rung has no step here (a 404 route on `verb`, an extension's backend on `backend`) gets a step of
+/// its own, described by `answer` (what the server answered). Returns the other findings that have
+/// no step on this path.
+pub fn mark(
+    steps: &mut Vec<Step>,
+    d: &Diagnosis,
+    request: Option<&Verdict>,
+    answer: &str,
+) -> Vec<Finding> {
+    let related: Vec<&Subject> = request
+        .map(|r| r.related.iter().collect())
+        .unwrap_or_default();
+    let mut leftover = Vec::new();
+    for p in findings(d, request) {
+        let own: Vec<usize> = steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.rung == p.rung)
+            .filter(|(_, s)| {
+                s.subject.as_ref().is_some_and(|x| {
+                    same(x, &p.subject) || (p.from_request && related.iter().any(|r| same(r, x)))
+                })
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let object_kinds = [
+            SubjectKind::ApiService,
+            SubjectKind::ValidatingWebhook,
+            SubjectKind::MutatingWebhook,
+            SubjectKind::CustomResourceDefinition,
+        ];
+        let targets: Vec<usize> = if !own.is_empty() {
+            own
+        } else if object_kinds.contains(&p.subject.kind) {
+            Vec::new()
+        } else {
+            steps
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.rung == p.rung && s.subject.is_none())
+                .map(|(i, _)| i)
+                .collect()
+        };
+        if targets.is_empty() {
+            if p.finding.decides {
+                // After the request-wide steps, before the first step of a later rung.
+                let start = steps
+                    .iter()
+                    .position(|s| s.rung == crate::bundle::Rung::Authz)
+                    .map_or(0, |i| i + 1);
+                let at = (start..steps.len())
+                    .find(|&i| steps[i].rung > p.rung)
+                    .unwrap_or(steps.len());
+                let mut step = Step::new(p.rung, Seen::Unknown, answer);
+                step.findings.push(p.finding);
+                steps.insert(at, step);
+            } else {
+                leftover.push(p.finding);
+            }
+            continue;
+        }
+        for i in targets {
+            if !steps[i]
+                .findings
+                .iter()
+                .any(|f| f.rule == p.finding.rule && f.subject == p.finding.subject)
+            {
+                steps[i].findings.push(p.finding.clone());
+            }
+        }
+    }
+    for s in steps.iter_mut() {
+        s.state = if !s.findings.is_empty() {
+            StepState::Failed
+        } else {
+            match s.seen {
+                Seen::Ok => StepState::Passed,
+                Seen::Bad => StepState::Attention,
+                Seen::Unknown => StepState::Unknown,
+            }
+        };
+    }
+    if let Some(broke) = steps
+        .iter()
+        .position(|s| s.findings.iter().any(|f| f.decides))
+    {
+        for s in steps.iter_mut().skip(broke + 1) {
+            if s.state != StepState::Failed {
+                s.state = StepState::NotReached;
+            }
+        }
+    }
+    leftover
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::Rung;
+    use crate::engine::diagnosis::{Consequence, RuleHit, Severity, Summary};
+
+    fn subject(kind: SubjectKind, name: &str) -> Subject {
+        Subject {
+            kind,
+            name: name.into(),
+            namespace: None,
+            parent: None,
+        }
+    }
+
+    fn step(rung: Rung, seen: Seen, about: Option<Subject>) -> Step {
+        Step {
+            rung,
+            state: StepState::Unknown,
+            object: about.as_ref().map(|s| s.to_string()),
+            evidence: String::new(),
+            notes: vec![],
+            findings: vec![],
+            seen,
+            subject: about,
+        }
+    }
+
+    fn verdict(s: Subject, class: Class, rung: Rung, related: Vec<Subject>) -> Verdict {
+        Verdict {
+            subject: s,
+            related,
+            class,
+            severity: Severity::Critical,
+            confidence: 0.9,
+            rung: Some(rung),
+            summary: String::new(),
+            rules: vec![RuleHit {
+                id: format!("{}-{rung}", class.as_str().to_lowercase()),
+                class,
+                severity: Severity::Critical,
+                rung,
+                summary: "s".into(),
+                evidence: Default::default(),
+            }],
+            ruled_out: vec![],
+            consequences: vec![],
+            history: vec![],
+            next: vec![],
+            waived: None,
+        }
+    }
+
+    fn diagnosis(verdicts: Vec<Verdict>) -> Diagnosis {
+        Diagnosis {
+            api_version: String::new(),
+            kind: String::new(),
+            collected_at: None,
+            verdicts,
+            gaps: vec![],
+            waiver_notices: vec![],
+            summary: Summary::default(),
+        }
+    }
+
+    #[test]
+    fn the_request_breaks_at_its_rung_and_later_steps_are_not_reached() {
+        let api = subject(SubjectKind::ApiService, "v1alpha1.wardle.example.com");
+        let req = subject(
+            SubjectKind::Request,
+            "GET /apis/wardle.example.com/v1alpha1/flunders",
+        );
+        let mut steps = vec![
+            step(Rung::Authn, Seen::Ok, None),
+            step(Rung::Flowcontrol, Seen::Ok, None),
+            step(Rung::Service, Seen::Ok, Some(api.clone())),
+            step(Rung::Tls, Seen::Bad, Some(api.clone())),
+            step(Rung::Discovery, Seen::Ok, Some(api.clone())),
+            step(Rung::Storage, Seen::Bad, None),
+        ];
+        let request = verdict(req, Class::Aggregation, Rung::Tls, vec![api.clone()]);
+        let mut own = verdict(api.clone(), Class::Aggregation, Rung::Tls, vec![]);
+        own.consequences.push(Consequence {
+            rule: "aggregation-discovery-x".into(),
+            class: Class::Aggregation,
+            rung: Rung::Discovery,
+            summary: "c".into(),
+        });
+        let healthy = verdict(
+            subject(SubjectKind::ApiServer, "kube-apiserver"),
+            Class::Healthy,
+            Rung::Flowcontrol,
+            vec![],
+        );
+        let d = diagnosis(vec![request.clone(), own, healthy]);
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 503");
+        assert!(leftover.is_empty());
+        let states: Vec<StepState> = steps.iter().map(|s| s.state).collect();
+        assert_eq!(
+            states,
+            [
+                StepState::Passed,
+                StepState::Passed,
+                StepState::Passed,
+                StepState::Failed,
+                StepState::Failed,
+                StepState::NotReached,
+            ]
+        );
+        assert_eq!(
+            steps[3].findings.len(),
+            2,
+            "the request's and the APIService's"
+        );
+        assert!(steps[3].findings.iter().any(|f| f.decides));
+    }
+
+    #[test]
+    fn path_wide_findings_land_on_path_wide_steps_and_the_rest_is_kept() {
+        let req = subject(SubjectKind::Request, "GET /api/v1/namespaces/a/configmaps");
+        let mut steps = vec![
+            step(Rung::Authn, Seen::Ok, None),
+            step(Rung::Flowcontrol, Seen::Bad, None),
+            step(Rung::Authz, Seen::Unknown, None),
+            step(Rung::Storage, Seen::Ok, None),
+        ];
+        let request = verdict(req, Class::Apf, Rung::Flowcontrol, vec![]);
+        let level = verdict(
+            subject(SubjectKind::PriorityLevel, "tiny"),
+            Class::Apf,
+            Rung::Flowcontrol,
+            vec![],
+        );
+        let elsewhere = verdict(
+            subject(SubjectKind::ApiServer, "kube-apiserver"),
+            Class::Watch,
+            Rung::Watch,
+            vec![],
+        );
+        let d = diagnosis(vec![request.clone(), level, elsewhere]);
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 503");
+        assert_eq!(leftover.len(), 1, "no watch step on this path");
+        assert_eq!(steps[1].findings.len(), 2);
+        assert_eq!(steps[0].state, StepState::Passed);
+        assert_eq!(steps[2].state, StepState::NotReached);
+        assert_eq!(steps[3].state, StepState::NotReached);
+
+        // Without a failing request nothing is "not reached"; bad evidence without a rule is
+        // attention.
+        let mut steps = vec![step(Rung::Storage, Seen::Bad, None)];
+        mark(&mut steps, &diagnosis(vec![]), None, "answered 200 OK");
+        assert_eq!(steps[0].state, StepState::Attention);
+    }
+
+    #[test]
+    fn a_deciding_rule_without_a_step_gets_one_where_its_rung_belongs() {
+        let req = subject(SubjectKind::Request, "GET /apis/nope.example.com/v1/things");
+        let mut steps = vec![
+            step(Rung::Authn, Seen::Ok, None),
+            step(Rung::Flowcontrol, Seen::Ok, None),
+            step(Rung::Authz, Seen::Ok, None),
+            step(Rung::Registration, Seen::Bad, None),
+            step(Rung::Storage, Seen::Ok, None),
+        ];
+        let request = verdict(req, Class::OutOfScope, Rung::Verb, vec![]);
+        let d = diagnosis(vec![request.clone()]);
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 404 Not Found");
+        assert!(leftover.is_empty());
+        let rungs: Vec<Rung> = steps.iter().map(|s| s.rung).collect();
+        assert_eq!(
+            rungs,
+            [
+                Rung::Authn,
+                Rung::Flowcontrol,
+                Rung::Authz,
+                Rung::Registration,
+                Rung::Verb,
+                Rung::Storage
+            ]
+        );
+        assert_eq!(steps[4].state, StepState::Failed);
+        assert_eq!(steps[4].evidence, "answered 404 Not Found");
+        assert_eq!(steps[5].state, StepState::NotReached);
+    }
+}

@@ -1,0 +1,314 @@
+//! `why METHOD PATH` and `why --dry-run -f OBJECT.yaml`: reproduce one request, gather its path's
+//! evidence, classify it, and show where it broke.
+//!
+//! Arguments are checked before anything is sent (a bad method, path or object file is exit code
+//! 2). The request goes out with the user's credentials — `--as`/`--as-group` impersonation
+//! included — and the path's evidence is gathered without impersonation ([`crate::collect::why`]).
+//! The bundled rules (or `--rules DIR`) classify the focused bundle; the request's own verdict is
+//! the answer, and the other verdicts of the path are shown beside it.
+//!
+//! Exit codes (DESIGN §4): 0 when no verdict of this path is at or above `--fail-on` (default
+//! critical; an Inconclusive verdict counts as a warning), 1 when one is, 2 on bad input, 3 when the
+//! API server cannot be reached at all.
+
+mod ladder;
+mod objects;
+mod steps;
+mod view;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::analyze::{AnalyzeFlags, FailOn, RuleArgs};
+use super::kube_flags::{KubeFlags, parse_duration};
+use super::{CliError, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, EXIT_UNREACHABLE};
+use crate::collect::why::{
+    PlanError, Reproduction, Target, UserInfo, WhyError, WhyOptions, investigate, plan_write,
+    read_object,
+};
+use crate::collect::{Fetcher, connect};
+use crate::engine::SubjectKind;
+use crate::engine::waivers::exceeds;
+use crate::engine::{Diagnosis, Severity, Verdict};
+use crate::report::{ColorChoice, DEFAULT_WIDTH, Format, RenderOptions};
+
+/// Output of `why`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhyFormat {
+    /// The request, its path rung by rung, the verdict.
+    Human,
+    /// The WhyReport document: the request record, the path, the verdict and the Diagnosis.
+    Json,
+    /// The same document as YAML.
+    Yaml,
+}
+
+/// Arguments of `why`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    kubectl extpath why GET /apis/metrics.k8s.io/v1beta1/nodes\n  \
+    kubectl extpath why LIST /api/v1/namespaces/team-a/configmaps --as alice\n  \
+    kubectl extpath why WATCH /apis/stable.example.com/v1/crontabs --watch-for 10s\n  \
+    kubectl extpath why --dry-run=server -f configmap.yaml")]
+pub struct WhyArgs {
+    /// GET, LIST or WATCH (a write is sent only as --dry-run -f FILE).
+    #[arg(value_name = "METHOD", required_unless_present = "file")]
+    pub method: Option<String>,
+    /// The API path, e.g. /apis/metrics.k8s.io/v1beta1/nodes (a query is kept as given).
+    #[arg(value_name = "PATH", required_unless_present = "file")]
+    pub path: Option<String>,
+    /// Send the object in this file (YAML or JSON) as a server-side dry-run create, or update when
+    /// it exists. Needs --dry-run.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE",
+        requires = "dry_run",
+        conflicts_with_all = ["method", "path"]
+    )]
+    pub file: Option<PathBuf>,
+    /// Server-side dry run: the API server authenticates, authorizes, admits and validates the
+    /// write and stores nothing. The only way why sends a write.
+    #[arg(
+        long = "dry-run",
+        value_name = "server",
+        num_args = 0..=1,
+        default_missing_value = "server",
+        value_parser = ["server"],
+        requires = "file"
+    )]
+    pub dry_run: Option<String>,
+    #[command(flatten)]
+    pub kube: KubeFlags,
+    /// Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable).
+    #[arg(long = "backend-address", value_name = "SVC.NS=HOST:PORT", value_parser = parse_backend_address)]
+    pub backend_address: Vec<(String, String)>,
+    /// How long a WATCH is read before it is judged.
+    #[arg(long = "watch-for", value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub watch_for: Duration,
+    /// Bound on gathering the path's evidence after the request; what has not answered becomes a gap.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Output: human (default), json or yaml (the WhyReport document).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "human")]
+    pub output: WhyFormat,
+    /// Colour in the human view: auto (a terminal, NO_COLOR unset), always or never.
+    #[arg(long = "color", value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// Exit 1 when a verdict of this path is at or above this severity (Inconclusive counts as
+    /// warning).
+    #[arg(long = "fail-on", value_enum, default_value = "critical")]
+    pub fail_on: FailOn,
+    /// Set a rule setting, e.g. `etcd_request_p99_warn_seconds=1` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    #[command(flatten)]
+    pub rule_args: RuleArgs,
+}
+
+fn parse_backend_address(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected SERVICE.NAMESPACE=HOST:PORT"))?;
+    if !k.contains('.') || !v.contains(':') {
+        return Err(format!("{s:?}: expected SERVICE.NAMESPACE=HOST:PORT"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+fn input_error(message: impl Into<String>) -> anyhow::Error {
+    CliError {
+        code: EXIT_INPUT,
+        message: message.into(),
+    }
+    .into()
+}
+
+fn unreachable(message: impl Into<String>) -> anyhow::Error {
+    CliError {
+        code: EXIT_UNREACHABLE,
+        message: message.into(),
+    }
+    .into()
+}
+
+impl WhyArgs {
+    fn analyze_flags(&self) -> AnalyzeFlags {
+        AnalyzeFlags {
+            output: Format::Table,
+            color: self.color,
+            wide: false,
+            classes: Vec::new(),
+            subjects: Vec::new(),
+            rules: Vec::new(),
+            skip_rules: Vec::new(),
+            set: self.set.clone(),
+            waivers: None,
+            fail_on: self.fail_on,
+            rule_args: self.rule_args.clone(),
+        }
+    }
+
+    fn as_user(&self) -> Option<UserInfo> {
+        let name = self.kube.as_user.clone()?;
+        let mut groups = self.kube.as_group.clone();
+        if !groups.iter().any(|g| g == "system:authenticated") {
+            groups.push("system:authenticated".into());
+        }
+        Some(UserInfo {
+            name,
+            groups,
+            source: "--as".into(),
+        })
+    }
+}
+
+/// The request's own verdict: the Request subject named after the reproduced request.
+fn request_verdict<'d>(
+    d: &'d Diagnosis,
+    inv: &crate::collect::why::Investigation,
+) -> Option<&'d Verdict> {
+    let p = inv.probe();
+    let bare = p
+        .path
+        .as_deref()
+        .unwrap_or("")
+        .split('?')
+        .next()
+        .unwrap_or("");
+    let method = if inv.trace.method == crate::collect::why::Method::Watch {
+        "WATCH".to_string()
+    } else {
+        p.method.clone().unwrap_or_else(|| "GET".into())
+    };
+    let name = format!("{method} {bare}");
+    d.verdicts
+        .iter()
+        .filter(|v| v.subject.kind == SubjectKind::Request)
+        .find(|v| v.subject.name == name || v.subject.name.starts_with(&format!("{name} ")))
+}
+
+pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
+    let prepared = args.analyze_flags().prepare()?;
+    // The method and path (or the object file) are checked before anything is sent.
+    let target = match (&args.file, &args.method, &args.path) {
+        (Some(_), _, _) => None,
+        (None, Some(m), Some(p)) => {
+            Some(Target::parse(m, p).map_err(|e| input_error(e.to_string()))?)
+        }
+        _ => return Err(input_error("why needs METHOD PATH, or --dry-run -f FILE")),
+    };
+    let object = match &args.file {
+        Some(f) => Some(read_object(f).map_err(|e| input_error(e.to_string()))?),
+        None => None,
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    let (inv, d) = rt.block_on(async {
+        let user_opts = args.kube.connect_options();
+        let user = connect(&user_opts).await?;
+        let gatherer =
+            if user_opts.impersonate.is_some() || !user_opts.impersonate_groups.is_empty() {
+                let mut plain = user_opts.clone();
+                plain.impersonate = None;
+                plain.impersonate_groups.clear();
+                plain.impersonate_uid = None;
+                connect(&plain).await?
+            } else {
+                user.clone()
+            };
+        let request_timeout = if args.kube.request_timeout.is_zero() {
+            Duration::from_secs(10)
+        } else {
+            args.kube.request_timeout
+        };
+        let repro = match (target, &object) {
+            (Some(target), _) => Reproduction {
+                target,
+                body: None,
+                object_labels: BTreeMap::new(),
+            },
+            (None, Some(obj)) => {
+                let f = Fetcher::new(gatherer.client.clone(), request_timeout);
+                let (target, body) =
+                    plan_write(&f, obj, &gatherer.namespace)
+                        .await
+                        .map_err(|e| match e {
+                            PlanError::Input(m) => input_error(m),
+                            PlanError::Unreachable(m) => unreachable(m),
+                        })?;
+                Reproduction {
+                    target,
+                    body: Some(body),
+                    object_labels: obj.labels.clone(),
+                }
+            }
+            (None, None) => return Err(input_error("why needs METHOD PATH, or --dry-run -f FILE")),
+        };
+        let opts = WhyOptions {
+            request_timeout,
+            timeout: args.timeout,
+            watch_for: args.watch_for,
+            backend_addresses: args.backend_address.iter().cloned().collect(),
+            as_user: args.as_user(),
+        };
+        let inv = investigate(&user, &gatherer, &repro, &opts)
+            .await
+            .map_err(|e| match e {
+                WhyError::Unreachable(m) => unreachable(m),
+                WhyError::Refused(m) => input_error(m),
+            })?;
+        let d = prepared.diagnose(&inv.bundle);
+        Ok::<_, anyhow::Error>((inv, d))
+    })?;
+
+    let verdict = request_verdict(&d, &inv);
+    let mut path = steps::observe(&inv);
+    let answer = match inv.probe().status {
+        Some(s) => format!("answered {}", steps::status_line(s)),
+        None => "no response".to_string(),
+    };
+    let other = ladder::mark(&mut path, &d, verdict, &answer);
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        WhyFormat::Human => {
+            let ro = RenderOptions::for_stdout(args.color, false);
+            let opts = view::ViewOptions {
+                color: ro.color,
+                width: usize::from(ro.width.unwrap_or(DEFAULT_WIDTH)),
+            };
+            view::render(&mut out, &inv, &path, &other, verdict, &d, opts)?;
+        }
+        WhyFormat::Json | WhyFormat::Yaml => {
+            let doc = view::WhyReport {
+                api_version: view::API_VERSION,
+                kind: view::KIND,
+                request: inv.probe(),
+                trace: &inv.trace,
+                path: &path,
+                other_findings: &other,
+                verdict,
+                diagnosis: &d,
+            };
+            let text = if args.output == WhyFormat::Json {
+                serde_json::to_string_pretty(&doc)? + "\n"
+            } else {
+                serde_saphyr::to_string(&doc)?
+            };
+            out.write_all(text.as_bytes())?;
+        }
+    }
+    out.flush()?;
+    let threshold = match args.fail_on {
+        FailOn::Warning => Severity::Warning,
+        FailOn::Critical => Severity::Critical,
+    };
+    Ok(if exceeds(&d, threshold) {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
+}

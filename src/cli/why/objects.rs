@@ -1,0 +1,466 @@
+//! The steps about the path's own objects: an APIService and the backend it points at (Service,
+//! port, endpoints, served certificate, availability), the admission webhooks a write is sent to
+//! and their backends, and a CRD with its conversion webhook. Each step names its object, so the
+//! findings of that object's verdict land on it ([`super::ladder`]).
+
+use crate::bundle::{
+    ApiService, CertSource, EvidenceBundle, ObjectRef, Probe, Rung, ServiceRef, Webhook,
+};
+use crate::collect::why::{Addressed, Decision, Trace};
+use crate::engine::diagnosis::SubjectKind;
+
+use super::steps::{Seen, Step, status_line};
+
+fn gap_detail(b: &EvidenceBundle, prefix: &str) -> Option<String> {
+    b.gaps
+        .iter()
+        .find(|g| g.source.starts_with(prefix))
+        .map(|g| g.detail.clone())
+}
+
+/// Service, port, endpoints and TLS of a backend, as steps about `owner`.
+pub(super) fn backend_steps(
+    b: &EvidenceBundle,
+    owner: (SubjectKind, &str, Option<&str>),
+    svc: &ServiceRef,
+    insecure: bool,
+) -> Vec<Step> {
+    let (kind, name, parent) = owner;
+    let port = svc.port.unwrap_or(443);
+    let mut out = Vec::new();
+    let found = b.service(&svc.namespace, &svc.name);
+    let missing_gap = gap_detail(
+        b,
+        &format!("objects/services/{}/{}", svc.namespace, svc.name),
+    );
+    out.push(match (found, missing_gap) {
+        (Some(s), _) => Step::new(
+            Rung::Service,
+            Seen::Ok,
+            format!(
+                "Service {}/{} ({}{})",
+                s.namespace,
+                s.name,
+                if s.type_.is_empty() {
+                    "ClusterIP"
+                } else {
+                    &s.type_
+                },
+                s.cluster_ip
+                    .as_deref()
+                    .map(|ip| format!(" {ip}"))
+                    .unwrap_or_default()
+            ),
+        ),
+        (None, Some(why)) => Step::new(
+            Rung::Service,
+            Seen::Unknown,
+            format!("Service {}/{} not read: {why}", svc.namespace, svc.name),
+        ),
+        (None, None) => Step::new(
+            Rung::Service,
+            Seen::Bad,
+            format!("Service {}/{} not found", svc.namespace, svc.name),
+        ),
+    });
+    let svc_port = found.and_then(|s| s.ports.iter().find(|p| p.port == port));
+    out.push(match (found, svc_port) {
+        (Some(_), Some(p)) => Step::new(
+            Rung::Port,
+            Seen::Ok,
+            format!(
+                "port {port}{} → target port {}",
+                if p.name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", p.name)
+                },
+                p.target_port.as_deref().unwrap_or("(same)")
+            ),
+        ),
+        (Some(s), None) => Step::new(
+            Rung::Port,
+            Seen::Bad,
+            format!(
+                "no port {port} (the Service has {})",
+                s.ports
+                    .iter()
+                    .map(|p| p.port.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ),
+        (None, _) => Step::new(Rung::Port, Seen::Unknown, ""),
+    });
+    out.push(match svc_port {
+        Some(p) => {
+            let from_endpoints: Option<usize> = b
+                .endpoints
+                .iter()
+                .find(|e| e.namespace == svc.namespace && e.name == svc.name)
+                .map(|e| e.ready_addresses_for_port_name(&p.name));
+            let slices: Vec<_> = b
+                .endpoint_slices
+                .iter()
+                .filter(|s| {
+                    s.namespace == svc.namespace && s.service_name.as_deref() == Some(&svc.name)
+                })
+                .collect();
+            let from_slices: usize = slices
+                .iter()
+                .filter(|s| s.ports.iter().any(|x| x.name == p.name))
+                .flat_map(|s| &s.endpoints)
+                .filter(|e| e.ready != Some(false))
+                .map(|e| e.addresses.len())
+                .sum();
+            let ready = from_endpoints.unwrap_or(0).max(from_slices);
+            let pods: Vec<_> = b
+                .pods
+                .iter()
+                .filter(|pod| {
+                    pod.namespace == svc.namespace
+                        && found.is_some_and(|s| {
+                            !s.selector.is_empty()
+                                && s.selector.iter().all(|(k, v)| pod.labels.get(k) == Some(v))
+                        })
+                })
+                .collect();
+            let mut text = format!(
+                "{ready} ready address{} for port {}",
+                if ready == 1 { "" } else { "es" },
+                if p.name.is_empty() { "\"\"" } else { &p.name }
+            );
+            if !pods.is_empty() {
+                text.push_str(&format!(
+                    "; pods ready {}/{}",
+                    pods.iter().filter(|p| p.ready).count(),
+                    pods.len()
+                ));
+            }
+            if from_endpoints.is_none() && slices.is_empty() {
+                Step::new(
+                    Rung::Endpoints,
+                    Seen::Bad,
+                    format!("no Endpoints or EndpointSlices for {}", svc.name),
+                )
+            } else {
+                Step::new(
+                    Rung::Endpoints,
+                    if ready > 0 { Seen::Ok } else { Seen::Bad },
+                    text,
+                )
+            }
+        }
+        None => Step::new(Rung::Endpoints, Seen::Unknown, ""),
+    });
+    let leaf = b.certificates.iter().find(|c| {
+        c.origin.source == CertSource::ServedChain
+            && c.origin.chain_index == 0
+            && c.origin
+                .owner
+                .as_ref()
+                .is_some_and(|o| o.kind == kind.as_str() && o.name == name)
+    });
+    out.push(match leaf {
+        _ if insecure => Step::new(
+            Rung::Tls,
+            Seen::Bad,
+            "insecureSkipTLSVerify: the serving certificate is not verified",
+        ),
+        Some(c) => match &c.verification {
+            Some(v) if v.ok => Step::new(
+                Rung::Tls,
+                Seen::Ok,
+                format!(
+                    "served certificate {} (issuer {}) verifies for {}",
+                    c.subject, c.issuer, v.server_name
+                ),
+            ),
+            Some(v) => Step::new(
+                Rung::Tls,
+                Seen::Bad,
+                format!(
+                    "served certificate {} (issuer {}) does not verify for {}: {}",
+                    c.subject,
+                    c.issuer,
+                    v.server_name,
+                    v.error.as_deref().unwrap_or("")
+                ),
+            ),
+            None => Step::new(
+                Rung::Tls,
+                Seen::Unknown,
+                format!(
+                    "served certificate {} (issuer {}); no caBundle to verify it against",
+                    c.subject, c.issuer
+                ),
+            ),
+        },
+        None => Step::new(
+            Rung::Tls,
+            Seen::Unknown,
+            match gap_detail(
+                b,
+                &format!("tls/{}", ObjectRef::cluster(kind.as_str(), name)),
+            ) {
+                Some(why) => format!("not checked: {why}"),
+                None => "not checked".into(),
+            },
+        ),
+    });
+    out.into_iter()
+        .map(|s| s.about(kind, name, parent))
+        .collect()
+}
+
+pub(super) fn aggregated(
+    b: &EvidenceBundle,
+    p: &Probe,
+    trace: &Trace,
+    a: &ApiService,
+) -> Vec<Step> {
+    let mut out = Vec::new();
+    let svc_text = a
+        .service
+        .as_ref()
+        .map(|s| {
+            format!(
+                " → Service {}/{}:{}",
+                s.namespace,
+                s.name,
+                s.port.unwrap_or(443)
+            )
+        })
+        .unwrap_or_default();
+    let ca = if a.insecure_skip_tls_verify {
+        "insecureSkipTLSVerify"
+    } else if a.ca_bundle_present {
+        "caBundle set"
+    } else {
+        "no caBundle"
+    };
+    out.push(
+        Step::new(
+            Rung::Registration,
+            Seen::Ok,
+            format!(
+                "APIService {} serves {}/{}{svc_text}; {ca}",
+                a.name, a.group, a.version
+            ),
+        )
+        .about(SubjectKind::ApiService, &a.name, None),
+    );
+    if let Some(s) = &a.service {
+        out.extend(backend_steps(
+            b,
+            (SubjectKind::ApiService, &a.name, None),
+            s,
+            a.insecure_skip_tls_verify,
+        ));
+    }
+    out.push(
+        match a.available() {
+            Some(c) if c.status == "True" => Step::new(
+                Rung::Discovery,
+                Seen::Ok,
+                format!("Available=True ({})", c.reason),
+            ),
+            Some(c) => Step::new(
+                Rung::Discovery,
+                Seen::Bad,
+                format!("Available={} ({}): {}", c.status, c.reason, c.message),
+            ),
+            None => Step::new(Rung::Discovery, Seen::Unknown, "no Available condition"),
+        }
+        .about(SubjectKind::ApiService, &a.name, None),
+    );
+    if matches!(trace.addressed, Addressed::Resource(_)) {
+        out.push(
+            match p.status {
+                Some(s) if (200..300).contains(&s) => Step::new(
+                    Rung::Verb,
+                    Seen::Ok,
+                    format!("the extension server answered {}", status_line(s)),
+                ),
+                _ => Step::new(Rung::Verb, Seen::Unknown, ""),
+            }
+            .about(SubjectKind::ApiService, &a.name, None),
+        );
+    }
+    out
+}
+
+pub(super) fn webhook_steps(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
+    let called: Vec<_> = trace
+        .webhooks
+        .iter()
+        .filter(|m| m.decision != Decision::Excluded)
+        .collect();
+    let others = match trace.webhooks_not_in_rules {
+        0 => "no other webhook is configured".to_string(),
+        1 => "the rules of 1 other webhook do not cover it".to_string(),
+        n => format!("the rules of {n} other webhooks do not cover it"),
+    };
+    let mut head = Step::new(
+        Rung::Admission,
+        Seen::Ok,
+        format!(
+            "{} webhook{} called for this write; {others}",
+            called.len(),
+            if called.len() == 1 { " is" } else { "s are" },
+        ),
+    );
+    for m in trace
+        .webhooks
+        .iter()
+        .filter(|m| m.decision == Decision::Excluded)
+    {
+        head.notes
+            .push(format!("{}/{} not called: {}", m.kind, m.name, m.reason));
+    }
+    let mut out = vec![head];
+    for m in called {
+        let w: Option<&Webhook> = b
+            .webhooks
+            .iter()
+            .find(|w| w.name == m.name && w.kind.subject_kind() == m.kind);
+        let Some(w) = w else { continue };
+        let target = match (&w.target.service, &w.target.url) {
+            (Some(s), _) => format!(
+                "Service {}/{}:{}{}",
+                s.namespace,
+                s.name,
+                s.port.unwrap_or(443),
+                s.path.as_deref().unwrap_or("")
+            ),
+            (None, Some(u)) => u.clone(),
+            (None, None) => "no target".into(),
+        };
+        let kind = if w.kind.subject_kind() == "MutatingWebhook" {
+            SubjectKind::MutatingWebhook
+        } else {
+            SubjectKind::ValidatingWebhook
+        };
+        let mut step = Step::new(
+            Rung::Admission,
+            if m.decision == Decision::Called {
+                Seen::Ok
+            } else {
+                Seen::Unknown
+            },
+            format!(
+                "{}; failurePolicy {}, timeout {}s → {target}",
+                m.reason, w.failure_policy, w.effective_timeout_seconds
+            ),
+        )
+        .about(kind, &w.name, Some(&w.configuration));
+        if let Some(s) = &w.target.service {
+            for sub in backend_steps(b, (kind, &w.name, None), s, false) {
+                if !sub.evidence.is_empty() {
+                    step.notes.push(format!("{}: {}", sub.rung, sub.evidence));
+                }
+            }
+        }
+        out.push(step);
+    }
+    out
+}
+
+pub(super) fn custom_resource(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
+    let Some(route) = &trace.crd else {
+        return Vec::new();
+    };
+    let Some(crd) = b.crds.iter().find(|c| c.name == route.name) else {
+        return Vec::new();
+    };
+    let established = crd
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Established" && c.status == "True");
+    let mut out = vec![
+        Step::new(
+            Rung::Registration,
+            if established && route.served {
+                Seen::Ok
+            } else {
+                Seen::Bad
+            },
+            format!(
+                "CustomResourceDefinition {}: {}; version {} {}; storage version {}",
+                crd.name,
+                if established {
+                    "Established"
+                } else {
+                    "not Established"
+                },
+                route.requested_version,
+                if route.served { "served" } else { "not served" },
+                route.storage_version
+            ),
+        )
+        .about(SubjectKind::CustomResourceDefinition, &crd.name, None),
+    ];
+    if trace.method.is_write() {
+        out.extend(webhook_steps(b, trace));
+    }
+    let mut conv = Step::new(
+        Rung::Conversion,
+        Seen::Ok,
+        if route.converts {
+            let target = crd
+                .conversion
+                .webhook
+                .as_ref()
+                .and_then(|w| w.service.as_ref())
+                .map(|s| {
+                    format!(
+                        " → Service {}/{}:{}",
+                        s.namespace,
+                        s.name,
+                        s.port.unwrap_or(443)
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "requested {}, stored as {}: converted by the conversion webhook{target}",
+                route.requested_version,
+                route.stored_versions.join(", ")
+            )
+        } else if route.strategy == "Webhook" {
+            format!(
+                "no conversion call: objects are stored as {}, the version requested",
+                route.requested_version
+            )
+        } else {
+            format!(
+                "no conversion webhook (strategy {})",
+                if route.strategy.is_empty() {
+                    "None"
+                } else {
+                    &route.strategy
+                }
+            )
+        },
+    )
+    .about(SubjectKind::CustomResourceDefinition, &crd.name, None);
+    if route.converts
+        && let Some(s) = crd
+            .conversion
+            .webhook
+            .as_ref()
+            .and_then(|w| w.service.as_ref())
+    {
+        for sub in backend_steps(
+            b,
+            (SubjectKind::CustomResourceDefinition, &crd.name, None),
+            s,
+            false,
+        ) {
+            if !sub.evidence.is_empty() {
+                conv.notes.push(format!("{}: {}", sub.rung, sub.evidence));
+            }
+        }
+    }
+    out.push(conv);
+    out
+}

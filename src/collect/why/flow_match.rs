@@ -1,0 +1,368 @@
+//! Which FlowSchema classifies a request — APF's own matching, done on the objects read from the
+//! cluster: in `matchingPrecedence` order (ties by name), the first schema with a rule whose subjects
+//! match the user and whose resource or non-resource rules match the request wins.
+//!
+//! FlowSchemas are read as JSON because every flowcontrol version (v1beta1…v1) has the same spec
+//! shape there, and the bundle's own `FlowSchema` keeps the union of a rule's resource rules, which
+//! is too coarse to match with. Pure: the caller fetches the schemas.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The user a request is sent as, as far as it is known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UserInfo {
+    /// User name.
+    pub name: String,
+    /// Groups (with `system:authenticated`).
+    pub groups: Vec<String>,
+    /// Where this came from (`--as`).
+    pub source: String,
+}
+
+/// What APF classifies a request on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowRequest<'a> {
+    /// The user.
+    pub user: &'a UserInfo,
+    /// Kubernetes verb (`get`, `list`, `watch`, `create`, …).
+    pub verb: &'a str,
+    /// For resource requests: group, `resource[/subresource]`, namespace (`None` = cluster scope).
+    pub resource: Option<(&'a str, String, Option<&'a str>)>,
+    /// The path without the query (for non-resource rules).
+    pub path: &'a str,
+}
+
+/// The FlowSchema that matched, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlowMatch {
+    /// FlowSchema name.
+    pub name: String,
+    /// Its `metadata.uid` (what `X-Kubernetes-PF-FlowSchema-UID` carries).
+    pub uid: String,
+    /// `matchingPrecedence`.
+    pub precedence: i64,
+    /// The priority level it assigns.
+    pub priority_level: String,
+    /// Which subject and rule matched, in words.
+    pub reason: String,
+    /// How many schemas with a lower precedence were tried first.
+    pub tried_before: usize,
+}
+
+fn strs(v: Option<&Value>) -> Vec<&str> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+fn s<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `x` is in `list`, or `list` has `*`.
+pub(super) fn has_or_star(list: &[&str], x: &str) -> bool {
+    list.iter().any(|i| *i == "*" || *i == x)
+}
+
+/// The subject of a FlowSchema rule that matches the user, in words.
+fn subject_match(subject: &Value, user: &UserInfo) -> Option<String> {
+    match s(subject, "/kind") {
+        "User" => {
+            let name = s(subject, "/user/name");
+            (name == "*" || name == user.name).then(|| format!("user {name:?}"))
+        }
+        "Group" => {
+            let name = s(subject, "/group/name");
+            (name == "*" || user.groups.iter().any(|g| g == name))
+                .then(|| format!("group {name:?}"))
+        }
+        "ServiceAccount" => {
+            let ns = s(subject, "/serviceAccount/namespace");
+            let name = s(subject, "/serviceAccount/name");
+            let prefix = format!("system:serviceaccount:{ns}:");
+            let hit = user
+                .name
+                .strip_prefix(&prefix)
+                .is_some_and(|n| name == "*" || n == name);
+            hit.then(|| format!("service account {ns}/{name}"))
+        }
+        _ => None,
+    }
+}
+
+fn resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
+    let Some((group, resource, namespace)) = &req.resource else {
+        return false;
+    };
+    let verbs = strs(rule.get("verbs"));
+    let groups = strs(rule.get("apiGroups"));
+    let resources = strs(rule.get("resources"));
+    if !has_or_star(&verbs, req.verb)
+        || !has_or_star(&groups, group)
+        || !has_or_star(&resources, resource)
+    {
+        return false;
+    }
+    match namespace {
+        Some(ns) => has_or_star(&strs(rule.get("namespaces")), ns),
+        None => rule.get("clusterScope").and_then(Value::as_bool) == Some(true),
+    }
+}
+
+fn url_matches(pattern: &str, path: &str) -> bool {
+    if pattern == "*" || pattern == path {
+        return true;
+    }
+    pattern
+        .strip_suffix("/*")
+        .is_some_and(|prefix| path == prefix || path.starts_with(&format!("{prefix}/")))
+}
+
+fn non_resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
+    req.resource.is_none()
+        && has_or_star(&strs(rule.get("verbs")), req.verb)
+        && strs(rule.get("nonResourceURLs"))
+            .iter()
+            .any(|p| url_matches(p, req.path))
+}
+
+/// The FlowSchema APF puts the request in: lowest `matchingPrecedence` first, ties by name.
+pub fn match_flow_schema(schemas: &[Value], req: &FlowRequest<'_>) -> Option<FlowMatch> {
+    let mut ordered: Vec<&Value> = schemas.iter().collect();
+    ordered.sort_by(|a, b| {
+        let p = |v: &Value| {
+            v.pointer("/spec/matchingPrecedence")
+                .and_then(Value::as_i64)
+                .unwrap_or(1000)
+        };
+        p(a).cmp(&p(b))
+            .then_with(|| s(a, "/metadata/name").cmp(s(b, "/metadata/name")))
+    });
+    for (i, fs) in ordered.iter().enumerate() {
+        let rules = fs
+            .pointer("/spec/rules")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for (n, rule) in rules.iter().enumerate() {
+            let Some(who) = rule
+                .get("subjects")
+                .and_then(Value::as_array)
+                .and_then(|subs| subs.iter().find_map(|x| subject_match(x, req.user)))
+            else {
+                continue;
+            };
+            let what = if rule
+                .get("resourceRules")
+                .and_then(Value::as_array)
+                .is_some_and(|rs| rs.iter().any(|r| resource_rule_matches(r, req)))
+            {
+                "a resource rule"
+            } else if rule
+                .get("nonResourceRules")
+                .and_then(Value::as_array)
+                .is_some_and(|rs| rs.iter().any(|r| non_resource_rule_matches(r, req)))
+            {
+                "a non-resource rule"
+            } else {
+                continue;
+            };
+            return Some(FlowMatch {
+                name: s(fs, "/metadata/name").to_string(),
+                uid: s(fs, "/metadata/uid").to_string(),
+                precedence: fs
+                    .pointer("/spec/matchingPrecedence")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1000),
+                priority_level: s(fs, "/spec/priorityLevelConfiguration/name").to_string(),
+                reason: format!("rule {} matches {who} and {what}", n + 1),
+                tried_before: i,
+            });
+        }
+    }
+    None
+}
+
+/// The APF objects of one request: the schema that matched, the one the response named, and their
+/// priority levels (plus the level the response named).
+#[derive(Debug, Default)]
+pub struct KeptFlow<'v> {
+    /// FlowSchemas to keep.
+    pub schemas: Vec<&'v Value>,
+    /// PriorityLevelConfigurations to keep.
+    pub levels: Vec<&'v Value>,
+    /// The name of the FlowSchema whose UID the response carried.
+    pub from_header: Option<String>,
+}
+
+fn uid_of(v: &Value) -> &str {
+    s(v, "/metadata/uid")
+}
+
+fn name_of(v: &Value) -> &str {
+    s(v, "/metadata/name")
+}
+
+/// Keep the matched schema, the schema and level the response headers name, and the levels of the
+/// kept schemas — every other APF object is not on this request's path.
+pub fn keep_flow_objects<'v>(
+    schemas: &'v [Value],
+    levels: &'v [Value],
+    matched: Option<&FlowMatch>,
+    schema_uid: Option<&str>,
+    level_uid: Option<&str>,
+) -> KeptFlow<'v> {
+    let from_header = schema_uid
+        .filter(|u| !u.is_empty())
+        .and_then(|uid| schemas.iter().find(|x| uid_of(x) == uid))
+        .map(|x| name_of(x).to_string());
+    let names: Vec<&str> = matched
+        .map(|m| m.name.as_str())
+        .into_iter()
+        .chain(from_header.as_deref())
+        .collect();
+    let kept_schemas: Vec<&Value> = schemas
+        .iter()
+        .filter(|x| names.contains(&name_of(x)))
+        .collect();
+    let mut level_names: Vec<&str> = kept_schemas
+        .iter()
+        .map(|x| s(x, "/spec/priorityLevelConfiguration/name"))
+        .collect();
+    if let Some(l) = level_uid
+        .filter(|u| !u.is_empty())
+        .and_then(|uid| levels.iter().find(|l| uid_of(l) == uid))
+    {
+        level_names.push(name_of(l));
+    }
+    KeptFlow {
+        levels: levels
+            .iter()
+            .filter(|l| level_names.contains(&name_of(l)))
+            .collect(),
+        schemas: kept_schemas,
+        from_header,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            source: "--as".into(),
+        }
+    }
+
+    fn schemas() -> Vec<Value> {
+        vec![
+            json!({"metadata": {"name": "catch-all", "uid": "u-ca"}, "spec": {
+                "matchingPrecedence": 10000, "priorityLevelConfiguration": {"name": "catch-all"},
+                "rules": [{"subjects": [{"kind": "Group", "group": {"name": "system:authenticated"}}],
+                           "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": true}],
+                           "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}}),
+            json!({"metadata": {"name": "exempt", "uid": "u-ex"}, "spec": {
+                "matchingPrecedence": 1, "priorityLevelConfiguration": {"name": "exempt"},
+                "rules": [{"subjects": [{"kind": "Group", "group": {"name": "system:masters"}}],
+                           "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"], "clusterScope": true}]}]}}),
+            json!({"metadata": {"name": "flooders", "uid": "u-fl"}, "spec": {
+                "matchingPrecedence": 100, "priorityLevelConfiguration": {"name": "tiny"},
+                "rules": [{"subjects": [{"kind": "User", "user": {"name": "flooder"}}],
+                           "resourceRules": [{"verbs": ["list"], "apiGroups": [""], "resources": ["configmaps"], "namespaces": ["apf-load"]}]}]}}),
+            json!({"metadata": {"name": "controllers", "uid": "u-sa"}, "spec": {
+                "matchingPrecedence": 100, "priorityLevelConfiguration": {"name": "workload"},
+                "rules": [{"subjects": [{"kind": "ServiceAccount", "serviceAccount": {"namespace": "ops", "name": "*"}}],
+                           "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz/*"]}]}]}}),
+        ]
+    }
+
+    #[test]
+    fn the_lowest_precedence_matching_schema_wins() {
+        let u = user("flooder", &["system:authenticated"]);
+        let req = FlowRequest {
+            user: &u,
+            verb: "list",
+            resource: Some(("", "configmaps".into(), Some("apf-load"))),
+            path: "/api/v1/namespaces/apf-load/configmaps",
+        };
+        let m = match_flow_schema(&schemas(), &req).unwrap();
+        assert_eq!((m.name.as_str(), m.uid.as_str()), ("flooders", "u-fl"));
+        assert_eq!(m.priority_level, "tiny");
+        assert_eq!(
+            m.tried_before, 2,
+            "exempt first, then controllers (same precedence, earlier by name)"
+        );
+        assert!(m.reason.contains("user \"flooder\""), "{}", m.reason);
+
+        // Another namespace falls through to catch-all; cluster scope needs clusterScope.
+        let req = FlowRequest {
+            resource: Some(("", "configmaps".into(), Some("other"))),
+            ..req
+        };
+        assert_eq!(
+            match_flow_schema(&schemas(), &req).unwrap().name,
+            "catch-all"
+        );
+        let admin = user("admin", &["system:masters", "system:authenticated"]);
+        let req = FlowRequest {
+            user: &admin,
+            ..req
+        };
+        assert_eq!(match_flow_schema(&schemas(), &req).unwrap().name, "exempt");
+    }
+
+    #[test]
+    fn service_accounts_and_non_resource_urls() {
+        let u = user("system:serviceaccount:ops:robot", &[]);
+        let req = FlowRequest {
+            user: &u,
+            verb: "get",
+            resource: None,
+            path: "/healthz/etcd",
+        };
+        assert_eq!(
+            match_flow_schema(&schemas(), &req).unwrap().name,
+            "controllers"
+        );
+        let req = FlowRequest {
+            path: "/metrics",
+            ..req
+        };
+        assert!(match_flow_schema(&schemas(), &req).is_none());
+        assert!(url_matches("/healthz/*", "/healthz"));
+        assert!(!url_matches("/healthz/*", "/healthzx"));
+    }
+
+    #[test]
+    fn only_the_request_s_apf_objects_are_kept() {
+        let levels = vec![
+            json!({"metadata": {"name": "tiny", "uid": "l-tiny"}}),
+            json!({"metadata": {"name": "exempt", "uid": "l-ex"}}),
+            json!({"metadata": {"name": "catch-all", "uid": "l-ca"}}),
+        ];
+        let all = schemas();
+        let u = user("flooder", &["system:authenticated"]);
+        let req = FlowRequest {
+            user: &u,
+            verb: "list",
+            resource: Some(("", "configmaps".into(), Some("apf-load"))),
+            path: "/api/v1/namespaces/apf-load/configmaps",
+        };
+        let m = match_flow_schema(&all, &req);
+        let kept = keep_flow_objects(&all, &levels, m.as_ref(), Some("u-fl"), Some("l-tiny"));
+        assert_eq!(kept.from_header.as_deref(), Some("flooders"));
+        assert_eq!(kept.schemas.len(), 1);
+        assert_eq!(kept.levels.len(), 1);
+        // The user unknown: only what the response named.
+        let kept = keep_flow_objects(&all, &levels, None, Some("u-ca"), None);
+        assert_eq!(kept.from_header.as_deref(), Some("catch-all"));
+        assert_eq!(kept.levels.len(), 1);
+        let kept = keep_flow_objects(&all, &levels, None, None, None);
+        assert!(kept.schemas.is_empty() && kept.levels.is_empty());
+    }
+}

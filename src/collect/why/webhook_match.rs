@@ -1,0 +1,396 @@
+//! Which admission webhooks a write goes through — the API server's matching on the configurations
+//! read from the cluster: the rules (operation, group, version, resource and subresource, scope),
+//! then the namespace selector (against the namespace's labels) and the object selector (against
+//! the object's labels). `matchConditions` are CEL that only the API server evaluates: a webhook
+//! that has them is reported as called "unless its matchConditions exclude the request".
+//! Pure: the caller fetches the configurations and the namespace.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::flow_match::has_or_star;
+use crate::bundle::{LabelSelector, Webhook};
+
+/// What admission sees of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmissionRequest<'a> {
+    /// `CREATE` or `UPDATE`.
+    pub operation: &'a str,
+    /// Group (`""` core).
+    pub group: &'a str,
+    /// Version.
+    pub version: &'a str,
+    /// Resource.
+    pub resource: &'a str,
+    /// Subresource (`""` none).
+    pub subresource: &'a str,
+    /// Namespace (`None` for cluster-scoped objects).
+    pub namespace: Option<&'a str>,
+    /// The namespace's labels; `None` when they could not be read.
+    pub namespace_labels: Option<&'a BTreeMap<String, String>>,
+    /// The object's labels.
+    pub object_labels: &'a BTreeMap<String, String>,
+}
+
+/// Whether a webhook is called for a write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The API server calls it.
+    Called,
+    /// Its rules match, but a selector leaves the request out.
+    Excluded,
+    /// Its rules do not cover this operation and resource.
+    NotInRules,
+    /// Its rules match but the namespace's labels could not be read to judge its selector.
+    Unknown,
+}
+
+/// A webhook's decision with the reason in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WebhookMatch {
+    /// `ValidatingWebhook` or `MutatingWebhook`.
+    pub kind: String,
+    /// The webhook's name.
+    pub name: String,
+    /// Its configuration.
+    pub configuration: String,
+    /// Called or not.
+    pub decision: Decision,
+    /// Why, in words.
+    pub reason: String,
+}
+
+fn split_resource(r: &str) -> (&str, &str) {
+    r.split_once('/').unwrap_or((r, ""))
+}
+
+fn selector_text(sel: &LabelSelector) -> String {
+    let mut parts: Vec<String> = sel
+        .match_labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    for e in &sel.match_expressions {
+        parts.push(if e.values.is_empty() {
+            format!("{} {}", e.key, e.operator)
+        } else {
+            format!("{} {} ({})", e.key, e.operator, e.values.join(","))
+        });
+    }
+    parts.join(", ")
+}
+
+/// Which rule of a webhook covers the write (operation, group, version, resource, scope), if any.
+fn rule_matches(w: &Webhook, a: &AdmissionRequest<'_>) -> Option<String> {
+    let equivalent = w.match_policy != "Exact";
+    w.rules.iter().enumerate().find_map(|(i, r)| {
+        let ops: Vec<&str> = r.operations.iter().map(String::as_str).collect();
+        let groups: Vec<&str> = r.api_groups.iter().map(String::as_str).collect();
+        let versions: Vec<&str> = r.api_versions.iter().map(String::as_str).collect();
+        let op = has_or_star(&ops, a.operation);
+        let group = has_or_star(&groups, a.group);
+        // With matchPolicy Equivalent the API server converts the request to a version the rule
+        // names when that version serves the same resource; for one group that is the rule here.
+        let version = has_or_star(&versions, a.version) || equivalent;
+        let resource = r.resources.iter().any(|res| {
+            let (res, sub) = split_resource(res);
+            (res == "*" || res == a.resource) && (sub == "*" || sub == a.subresource)
+        });
+        let scope = match r.scope.as_deref() {
+            Some("Cluster") => a.namespace.is_none() || a.resource == "namespaces",
+            Some("Namespaced") => a.namespace.is_some() && a.resource != "namespaces",
+            _ => true,
+        };
+        (op && group && version && resource && scope).then(|| {
+            let exact = has_or_star(&versions, a.version);
+            format!(
+                "rule {} covers {} {}{}",
+                i + 1,
+                a.operation,
+                if a.group.is_empty() {
+                    a.resource.to_string()
+                } else {
+                    format!("{}.{}", a.resource, a.group)
+                },
+                if exact {
+                    String::new()
+                } else {
+                    " (an equivalent version, matchPolicy Equivalent)".into()
+                }
+            )
+        })
+    })
+}
+
+/// Whether the API server calls webhook `w` for write `a`.
+pub fn match_webhook(w: &Webhook, a: &AdmissionRequest<'_>) -> WebhookMatch {
+    let out = |decision: Decision, reason: String| WebhookMatch {
+        kind: w.kind.subject_kind().to_string(),
+        name: w.name.clone(),
+        configuration: w.configuration.clone(),
+        decision,
+        reason,
+    };
+    let Some(rule) = rule_matches(w, a) else {
+        return out(
+            Decision::NotInRules,
+            format!(
+                "no rule covers {} {}",
+                a.operation,
+                if a.subresource.is_empty() {
+                    a.resource.to_string()
+                } else {
+                    format!("{}/{}", a.resource, a.subresource)
+                }
+            ),
+        );
+    };
+    let mut why = vec![rule];
+    // The namespace selector applies to namespaced objects and to Namespace objects themselves
+    // (matched against their own labels); other cluster-scoped objects always pass it.
+    let ns_labels: Option<&BTreeMap<String, String>> = if a.resource == "namespaces" {
+        Some(a.object_labels)
+    } else if a.namespace.is_some() {
+        a.namespace_labels
+    } else {
+        None
+    };
+    if !w.namespace_selector.is_empty() {
+        let ns = a.namespace.unwrap_or("");
+        match ns_labels {
+            Some(labels) if w.namespace_selector.matches(labels) => why.push(format!(
+                "namespace {ns} matches its namespaceSelector ({})",
+                selector_text(&w.namespace_selector)
+            )),
+            Some(_) => {
+                return out(
+                    Decision::Excluded,
+                    format!(
+                        "{}, but namespace {ns} does not match its namespaceSelector ({})",
+                        why.join("; "),
+                        selector_text(&w.namespace_selector)
+                    ),
+                );
+            }
+            None if a.namespace.is_some() => {
+                return out(
+                    Decision::Unknown,
+                    format!(
+                        "{}; the labels of namespace {ns} could not be read to judge its namespaceSelector ({})",
+                        why.join("; "),
+                        selector_text(&w.namespace_selector)
+                    ),
+                );
+            }
+            None => {}
+        }
+    }
+    if !w.object_selector.is_empty() {
+        if w.object_selector.matches(a.object_labels) {
+            why.push(format!(
+                "the object matches its objectSelector ({})",
+                selector_text(&w.object_selector)
+            ));
+        } else {
+            return out(
+                Decision::Excluded,
+                format!(
+                    "{}, but the object does not match its objectSelector ({})",
+                    why.join("; "),
+                    selector_text(&w.object_selector)
+                ),
+            );
+        }
+    }
+    if w.match_conditions > 0 {
+        why.push(format!(
+            "unless its {} matchConditions (CEL, evaluated only by the API server) exclude the request",
+            w.match_conditions
+        ));
+    }
+    out(Decision::Called, why.join("; "))
+}
+
+/// Webhooks are never called for the admission configuration objects themselves (the API server
+/// exempts them so a broken webhook can always be removed).
+pub fn exempt_from_webhooks(group: &str, resource: &str) -> bool {
+    group == "admissionregistration.k8s.io"
+        && matches!(
+            resource,
+            "validatingwebhookconfigurations"
+                | "mutatingwebhookconfigurations"
+                | "validatingadmissionpolicies"
+                | "validatingadmissionpolicybindings"
+                | "mutatingadmissionpolicies"
+                | "mutatingadmissionpolicybindings"
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::{LabelSelectorRequirement, WebhookKind, WebhookRule};
+
+    fn webhook() -> Webhook {
+        Webhook {
+            kind: WebhookKind::Mutating,
+            configuration: "cfg".into(),
+            name: "policy.webhook.example.com".into(),
+            rules: vec![WebhookRule {
+                operations: vec!["CREATE".into()],
+                api_groups: vec!["".into()],
+                api_versions: vec!["v1".into()],
+                resources: vec!["configmaps".into()],
+                scope: None,
+            }],
+            namespace_selector: LabelSelector {
+                match_labels: [("webhook-test".to_string(), "guarded".to_string())].into(),
+                match_expressions: vec![],
+            },
+            match_policy: "Equivalent".into(),
+            ..Webhook::default()
+        }
+    }
+
+    #[test]
+    fn webhooks_match_on_rules_then_selectors() {
+        let guarded: BTreeMap<String, String> = [("webhook-test".into(), "guarded".into())].into();
+        let plain: BTreeMap<String, String> = BTreeMap::new();
+        let none = BTreeMap::new();
+        let a = AdmissionRequest {
+            operation: "CREATE",
+            group: "",
+            version: "v1",
+            resource: "configmaps",
+            subresource: "",
+            namespace: Some("wh-guarded"),
+            namespace_labels: Some(&guarded),
+            object_labels: &none,
+        };
+        let m = match_webhook(&webhook(), &a);
+        assert_eq!(m.decision, Decision::Called, "{}", m.reason);
+        assert!(
+            m.reason.contains(
+                "namespace wh-guarded matches its namespaceSelector (webhook-test=guarded)"
+            ),
+            "{}",
+            m.reason
+        );
+
+        let m = match_webhook(
+            &webhook(),
+            &AdmissionRequest {
+                namespace: Some("default"),
+                namespace_labels: Some(&plain),
+                ..a.clone()
+            },
+        );
+        assert_eq!(m.decision, Decision::Excluded);
+        let m = match_webhook(
+            &webhook(),
+            &AdmissionRequest {
+                namespace_labels: None,
+                ..a.clone()
+            },
+        );
+        assert_eq!(m.decision, Decision::Unknown);
+        let m = match_webhook(
+            &webhook(),
+            &AdmissionRequest {
+                operation: "UPDATE",
+                ..a.clone()
+            },
+        );
+        assert_eq!(m.decision, Decision::NotInRules);
+
+        let mut w = webhook();
+        w.namespace_selector = LabelSelector::default();
+        w.object_selector = LabelSelector {
+            match_labels: BTreeMap::new(),
+            match_expressions: vec![LabelSelectorRequirement {
+                key: "skip".into(),
+                operator: "DoesNotExist".into(),
+                values: vec![],
+            }],
+        };
+        w.match_conditions = 2;
+        let m = match_webhook(&w, &a);
+        assert_eq!(m.decision, Decision::Called);
+        assert!(m.reason.contains("2 matchConditions"), "{}", m.reason);
+        let skip: BTreeMap<String, String> = [("skip".into(), "yes".into())].into();
+        assert_eq!(
+            match_webhook(
+                &w,
+                &AdmissionRequest {
+                    object_labels: &skip,
+                    ..a.clone()
+                }
+            )
+            .decision,
+            Decision::Excluded
+        );
+    }
+
+    #[test]
+    fn subresources_scope_and_versions() {
+        let none = BTreeMap::new();
+        let mut w = webhook();
+        w.namespace_selector = LabelSelector::default();
+        w.rules[0].resources = vec!["pods/*".into()];
+        let a = AdmissionRequest {
+            operation: "CREATE",
+            group: "",
+            version: "v1",
+            resource: "pods",
+            subresource: "eviction",
+            namespace: Some("a"),
+            namespace_labels: Some(&none),
+            object_labels: &none,
+        };
+        assert_eq!(match_webhook(&w, &a).decision, Decision::Called);
+        // `pods/*` also matches pods itself: the API server's matcher takes `*` for any
+        // subresource, the empty one included.
+        let pods = AdmissionRequest {
+            subresource: "",
+            ..a.clone()
+        };
+        assert_eq!(match_webhook(&w, &pods).decision, Decision::Called);
+        w.rules[0].resources = vec!["pods/eviction".into()];
+        assert_eq!(match_webhook(&w, &pods).decision, Decision::NotInRules);
+        assert_eq!(match_webhook(&w, &a).decision, Decision::Called);
+        w.rules[0].resources = vec!["*".into()];
+        w.rules[0].scope = Some("Cluster".into());
+        assert_eq!(
+            match_webhook(
+                &w,
+                &AdmissionRequest {
+                    subresource: "",
+                    ..a.clone()
+                }
+            )
+            .decision,
+            Decision::NotInRules
+        );
+        w.rules[0].scope = None;
+        w.match_policy = "Exact".into();
+        assert_eq!(
+            match_webhook(
+                &w,
+                &AdmissionRequest {
+                    subresource: "",
+                    version: "v2",
+                    ..a.clone()
+                }
+            )
+            .decision,
+            Decision::NotInRules
+        );
+        assert!(exempt_from_webhooks(
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations"
+        ));
+        assert!(!exempt_from_webhooks("", "configmaps"));
+    }
+}

@@ -1,0 +1,270 @@
+//! `why --dry-run -f OBJECT.yaml`: from an object file to the server-side dry-run write that sends it.
+//!
+//! The file is read (YAML or JSON, one object), its `apiVersion`/`kind` are looked up in the
+//! server's discovery document to find the resource and whether it is namespaced, and the object is
+//! looked up by name: a create when it does not exist, an update (carrying the current
+//! `resourceVersion` when the file has none, as custom resources require) when it does. Either way
+//! the target carries `dryRun=All`: the API server runs authentication, authorization, admission and
+//! validation, and stores nothing.
+//!
+//! A file that cannot be read or parsed, or names a kind the server does not serve, is bad input
+//! ([`PlanError::Input`], exit code 2); an API server that cannot be reached is
+//! [`PlanError::Unreachable`] (exit code 3).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::target::{Method, Target};
+use crate::collect::fetch::{FetchError, Fetcher};
+
+/// The object of `-f`, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectFile {
+    /// The whole object.
+    pub value: Value,
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `kind`.
+    pub kind: String,
+    /// `metadata.name`, when set.
+    pub name: Option<String>,
+    /// `metadata.namespace`, when set.
+    pub namespace: Option<String>,
+    /// `metadata.labels` (what webhook object selectors match).
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Why a write cannot be planned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The file or the kind it names is unusable (exit code 2).
+    #[error("{0}")]
+    Input(String),
+    /// The API server could not be reached (exit code 3).
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+/// Read and check an object file.
+///
+/// # Errors
+/// [`PlanError::Input`] naming the file: unreadable, not YAML/JSON, not one object, or without
+/// `apiVersion`, `kind` or a name.
+pub fn read_object(path: &Path) -> Result<ObjectFile, PlanError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| PlanError::Input(format!("{}: cannot read: {e}", path.display())))?;
+    parse_object(&text, &path.display().to_string())
+}
+
+/// Parse the text of an object file; `origin` names it in errors.
+///
+/// # Errors
+/// As [`read_object`].
+pub fn parse_object(text: &str, origin: &str) -> Result<ObjectFile, PlanError> {
+    let bad = |why: String| PlanError::Input(format!("{origin}: {why}"));
+    let docs: Vec<&str> = text
+        .split("\n---")
+        .filter(|d| {
+            d.lines()
+                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#') && l != "---")
+        })
+        .collect();
+    if docs.len() > 1 {
+        return Err(bad(format!(
+            "{} YAML documents; why sends one object (split the file)",
+            docs.len()
+        )));
+    }
+    let value: Value = serde_saphyr::from_str(text).map_err(|e| bad(e.to_string()))?;
+    if !value.is_object() {
+        return Err(bad("not a Kubernetes object (expected a mapping)".into()));
+    }
+    let field = |p: &str| {
+        value
+            .pointer(p)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let api_version = field("/apiVersion").ok_or_else(|| bad("no apiVersion".into()))?;
+    let kind = field("/kind").ok_or_else(|| bad("no kind".into()))?;
+    if kind.ends_with("List") {
+        return Err(bad(format!("{kind}: why sends one object, not a list")));
+    }
+    let name = field("/metadata/name");
+    if name.is_none() && field("/metadata/generateName").is_none() {
+        return Err(bad("metadata.name (or generateName) is required".into()));
+    }
+    let labels = value
+        .pointer("/metadata/labels")
+        .and_then(|l| serde_json::from_value::<BTreeMap<String, String>>(l.clone()).ok())
+        .unwrap_or_default();
+    Ok(ObjectFile {
+        namespace: field("/metadata/namespace"),
+        api_version,
+        kind,
+        name,
+        labels,
+        value,
+    })
+}
+
+/// The group/version discovery path of an `apiVersion`.
+fn discovery_path(api_version: &str) -> String {
+    match api_version.split_once('/') {
+        Some((g, v)) => format!("/apis/{g}/{v}"),
+        None => format!("/api/{api_version}"),
+    }
+}
+
+/// The resource (plural) serving `kind` in an APIResourceList, and whether it is namespaced.
+pub fn resource_for_kind(doc: &Value, kind: &str) -> Option<(String, bool)> {
+    doc.get("resources")?.as_array()?.iter().find_map(|r| {
+        let name = r.get("name")?.as_str()?;
+        (r.get("kind")?.as_str()? == kind && !name.contains('/')).then(|| {
+            (
+                name.to_string(),
+                r.get("namespaced")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            )
+        })
+    })
+}
+
+fn unreachable_or(e: FetchError, input: impl FnOnce(FetchError) -> String) -> PlanError {
+    if e.is_unreachable() {
+        PlanError::Unreachable(format!("the API server could not be reached: {e}"))
+    } else {
+        PlanError::Input(input(e))
+    }
+}
+
+/// The dry-run write of `obj`: the target, and the body to send.
+///
+/// # Errors
+/// [`PlanError`] as described in the module documentation.
+pub async fn plan_write(
+    f: &Fetcher,
+    obj: &ObjectFile,
+    default_namespace: &str,
+) -> Result<(Target, Vec<u8>), PlanError> {
+    let gv_path = discovery_path(&obj.api_version);
+    let doc = f.get_json(&gv_path).await.map_err(|e| {
+        unreachable_or(e, |e| {
+            format!(
+                "apiVersion {}: the server does not serve it ({e})",
+                obj.api_version
+            )
+        })
+    })?;
+    let (resource, namespaced) = resource_for_kind(&doc, &obj.kind).ok_or_else(|| {
+        PlanError::Input(format!(
+            "kind {} is not served in {}",
+            obj.kind, obj.api_version
+        ))
+    })?;
+    let mut value = obj.value.clone();
+    let collection = if namespaced {
+        let ns = obj.namespace.as_deref().unwrap_or(default_namespace);
+        value["metadata"]["namespace"] = Value::String(ns.to_string());
+        format!("{gv_path}/namespaces/{ns}/{resource}")
+    } else {
+        format!("{gv_path}/{resource}")
+    };
+    let (method, path) = match &obj.name {
+        Some(name) => {
+            let item = format!("{collection}/{name}");
+            match f.get_json(&item).await {
+                Ok(current) => {
+                    if value.pointer("/metadata/resourceVersion").is_none()
+                        && let Some(rv) = current.pointer("/metadata/resourceVersion")
+                    {
+                        value["metadata"]["resourceVersion"] = rv.clone();
+                    }
+                    (Method::DryRunUpdate, item)
+                }
+                Err(e) if e.is_unreachable() => {
+                    return Err(PlanError::Unreachable(format!(
+                        "the API server could not be reached: {e}"
+                    )));
+                }
+                // Absent (or not readable): a create, and the API server says the rest.
+                Err(_) => (Method::DryRunCreate, collection),
+            }
+        }
+        None => (Method::DryRunCreate, collection),
+    };
+    let target = Target::new(method, &path).map_err(|e| PlanError::Input(e.to_string()))?;
+    let body = serde_json::to_vec(&value).map_err(|e| PlanError::Input(e.to_string()))?;
+    Ok((target, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_files_are_checked() {
+        let o = parse_object(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: wh-guarded\n  labels: {a: b}\ndata: {k: v}\n",
+            "cm.yaml",
+        )
+        .unwrap();
+        assert_eq!(
+            (o.api_version.as_str(), o.kind.as_str()),
+            ("v1", "ConfigMap")
+        );
+        assert_eq!(o.namespace.as_deref(), Some("wh-guarded"));
+        assert_eq!(o.labels["a"], "b");
+        let json = parse_object(
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generateName":"d-"}}"#,
+            "d.json",
+        )
+        .unwrap();
+        assert!(json.name.is_none());
+
+        for (text, want) in [
+            ("kind: ConfigMap\nmetadata: {name: x}\n", "no apiVersion"),
+            ("apiVersion: v1\nmetadata: {name: x}\n", "no kind"),
+            ("apiVersion: v1\nkind: ConfigMap\n", "metadata.name"),
+            (
+                "apiVersion: v1\nkind: ConfigMapList\nitems: []\n",
+                "not a list",
+            ),
+            ("- a\n- b\n", "expected a mapping"),
+            (
+                "apiVersion: v1\nkind: A\nmetadata: {name: a}\n---\napiVersion: v1\nkind: B\nmetadata: {name: b}\n",
+                "2 YAML documents",
+            ),
+            ("apiVersion: [v1\n", "cm.yaml"),
+        ] {
+            let e = parse_object(text, "cm.yaml").unwrap_err();
+            assert!(matches!(e, PlanError::Input(_)));
+            assert!(e.to_string().contains(want), "{text:?}: {e}");
+            assert!(e.to_string().starts_with("cm.yaml: "), "{e}");
+        }
+    }
+
+    #[test]
+    fn kinds_resolve_through_discovery() {
+        let doc = serde_json::json!({"resources": [
+            {"name": "configmaps", "kind": "ConfigMap", "namespaced": true},
+            {"name": "namespaces/status", "kind": "Namespace", "namespaced": false},
+            {"name": "namespaces", "kind": "Namespace", "namespaced": false}
+        ]});
+        assert_eq!(
+            resource_for_kind(&doc, "ConfigMap"),
+            Some(("configmaps".into(), true))
+        );
+        assert_eq!(
+            resource_for_kind(&doc, "Namespace"),
+            Some(("namespaces".into(), false))
+        );
+        assert_eq!(resource_for_kind(&doc, "Pod"), None);
+        assert_eq!(discovery_path("v1"), "/api/v1");
+        assert_eq!(discovery_path("apps/v1"), "/apis/apps/v1");
+    }
+}

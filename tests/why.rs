@@ -1,0 +1,530 @@
+//! `why` against the reference server, through the real binary: one real request per case, and the
+//! class it is given — an aggregated 503 from a down backend (Aggregation at discovery), a TLS
+//! failure behind `Available=True` (Aggregation at tls), a webhook timeout on a dry-run write
+//! (Admission), a failing CRD conversion webhook (Admission at conversion), an APF 429 with seats
+//! held (APF), an etcd stall (Storage) and a 403 (Auth); a watch; bad input and an unreachable
+//! server. The human view is snapshot-tested with latencies, ports and UIDs redacted.
+//!
+//! No sleeps to wait for servers or seats: saturation is made deterministic by holding storage
+//! operations and polling the server's own gauges.
+
+use std::time::{Duration, Instant};
+
+use extpath::refserver::{ClientAuth, RunningServer};
+use serde_json::Value;
+
+use crate::collect::{Files, Run, extpath_run, start, start_text};
+use crate::util::repo;
+
+/// Run `why ARGS…` against `server` as its admin (kubeconfig with the admin token).
+async fn why(server: &RunningServer, args: &[&str]) -> (Run, Duration) {
+    let f = Files::new();
+    let kc = f.write("kubeconfig", &server.kubeconfig(ClientAuth::Token));
+    let mut all: Vec<String> = vec![
+        "--kubeconfig".into(),
+        kc.display().to_string(),
+        "--color".into(),
+        "never".into(),
+    ];
+    all.extend(args.iter().map(|s| s.to_string()));
+    extpath_run(&f, "why", all).await
+}
+
+fn report(r: &Run) -> Value {
+    serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not a WhyReport ({e}); stderr: {}", r.stderr))
+}
+
+/// The request's verdict: class and the rung it broke at.
+fn verdict(doc: &Value) -> (&str, &str) {
+    let v = &doc["verdict"];
+    (
+        v["class"].as_str().unwrap_or("none"),
+        v["rung"].as_str().unwrap_or("none"),
+    )
+}
+
+fn step<'a>(doc: &'a Value, rung: &str) -> &'a Value {
+    doc["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["rung"] == rung)
+        .unwrap_or_else(|| panic!("no {rung} step in {}", doc["path"]))
+}
+
+fn related(doc: &Value) -> Vec<String> {
+    doc["verdict"]["related"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| {
+                    format!(
+                        "{}/{}",
+                        s["kind"].as_str().unwrap(),
+                        s["name"].as_str().unwrap()
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Latencies, durations, ports and UIDs vary from run to run; nothing else may.
+fn redact(text: &str) -> String {
+    let rules = [
+        (r"in \d+(\.\d+)? (µs|ms|s|min)", "in [latency]"),
+        (r"\d+(\.\d+)? (µs|ms|s|min)\b", "[duration]"),
+        (r"\(\d+ requests\)", "([n] requests)"),
+        (r"127\.0\.0\.1:\d+", "127.0.0.1:[port]"),
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "[uid]",
+        ),
+    ];
+    let mut out = text.to_string();
+    for (re, with) in rules {
+        out = regex::Regex::new(re)
+            .unwrap()
+            .replace_all(&out, with)
+            .into_owned();
+    }
+    out
+}
+
+fn backend_flags(server: &RunningServer) -> Vec<String> {
+    server
+        .backend_addresses()
+        .into_iter()
+        .flat_map(|(svc, addr)| ["--backend-address".to_string(), format!("{svc}={addr}")])
+        .collect()
+}
+
+const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/wardle-system/flunders";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aggregated_503_from_a_down_backend_is_aggregation_at_discovery() {
+    let server = start("aggregation-backend-down").await;
+    let (r, _) = why(&server, &["GET", FLUNDERS, "--as", "alice", "-o", "json"]).await;
+    assert_eq!(r.code, 1, "a critical verdict exits 1: {}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["kind"], "WhyReport");
+    assert_eq!(doc["request"]["status"], 503);
+    assert_eq!(doc["request"]["body"], "service unavailable\n");
+    assert_eq!(doc["request"]["user"], "alice");
+    assert_eq!(doc["trace"]["serving"], "aggregated");
+    assert_eq!(verdict(&doc), ("Aggregation", "discovery"));
+    assert!(related(&doc).contains(&"APIService/v1alpha1.wardle.example.com".to_string()));
+    let discovery = step(&doc, "discovery");
+    assert_eq!(discovery["state"], "failed");
+    assert!(
+        discovery["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("FailedDiscoveryCheck"),
+        "{discovery}"
+    );
+    // What is not on this path is not blamed.
+    for v in doc["diagnosis"]["verdicts"].as_array().unwrap() {
+        assert!(
+            !matches!(v["class"].as_str(), Some("Storage" | "APF" | "Admission")),
+            "misattribution: {v}"
+        );
+    }
+    // Only reads were sent, and only the one request as alice.
+    let requests = server.requests();
+    assert!(requests.iter().all(|q| q.method == "GET"), "{requests:?}");
+    assert_eq!(requests.iter().filter(|q| q.user == "alice").count(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_failure_behind_available_true_is_aggregation_at_tls() {
+    let server = start("aggregation-wrong-ca").await;
+    let backends = backend_flags(&server);
+    let mut args: Vec<&str> = vec!["GET", FLUNDERS, "--as", "alice"];
+    args.extend(backends.iter().map(String::as_str));
+    let mut json = args.clone();
+    json.extend(["-o", "json"]);
+    let (r, _) = why(&server, &json).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 503);
+    assert_eq!(verdict(&doc), ("Aggregation", "tls"));
+    let tls = step(&doc, "tls");
+    assert_eq!(tls["state"], "failed");
+    assert!(
+        tls["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("x509: certificate signed by unknown authority"),
+        "the handshake's own verification: {tls}"
+    );
+    // Available=True is shown, and not taken on trust.
+    assert!(
+        step(&doc, "discovery")["evidence"]
+            .as_str()
+            .unwrap()
+            .starts_with("Available=True")
+    );
+    for earlier in [
+        "authn",
+        "flowcontrol",
+        "authz",
+        "service",
+        "port",
+        "endpoints",
+    ] {
+        assert_eq!(step(&doc, earlier)["state"], "passed", "{earlier}");
+    }
+    assert_eq!(step(&doc, "verb")["state"], "not_reached");
+
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1);
+    insta::assert_snapshot!("aggregation_wrong_ca", redact(&r.stdout));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_timeout_on_a_dry_run_write_is_admission() {
+    let server = start("admission-webhook-slow-timeout").await;
+    let f = Files::new();
+    let cm = f.write(
+        "configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: why-probe\n  namespace: wh-guarded\ndata:\n  k: v\n",
+    );
+    let (r, took) = why(
+        &server,
+        &["--dry-run", "-f", cm.to_str().unwrap(), "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["method"], "POST");
+    assert_eq!(
+        doc["request"]["path"],
+        "/api/v1/namespaces/wh-guarded/configmaps?dryRun=All"
+    );
+    assert_eq!(doc["request"]["status"], 500);
+    assert_eq!(verdict(&doc), ("Admission", "admission"));
+    assert!(
+        related(&doc).contains(&"MutatingWebhook/policy.webhook.example.com".to_string()),
+        "{:?}",
+        related(&doc)
+    );
+    let webhooks = doc["trace"]["webhooks"].as_array().unwrap();
+    assert_eq!(webhooks.len(), 1);
+    assert_eq!(webhooks[0]["decision"], "called");
+    assert!(
+        webhooks[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("namespace wh-guarded matches its namespaceSelector")
+    );
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    // Every write carried dryRun=All, and nothing was stored.
+    let writes: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|q| q.method != "GET")
+        .collect();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(writes[0].path.contains("dryRun=All"), "{writes:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_conversion_webhook_breaks_only_the_version_it_converts() {
+    let server = start("admission-conversion-webhook-down").await;
+    let (r, _) = why(
+        &server,
+        &[
+            "GET",
+            "/apis/stable.example.com/v2/namespaces/default/crontabs",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["trace"]["serving"], "custom_resource");
+    let crd = &doc["trace"]["crd"];
+    assert_eq!(
+        (
+            crd["requested_version"].as_str(),
+            crd["storage_version"].as_str()
+        ),
+        (Some("v2"), Some("v1"))
+    );
+    assert_eq!(crd["converts"], true);
+    assert_eq!(verdict(&doc), ("Admission", "conversion"));
+    assert!(
+        related(&doc).contains(&"CustomResourceDefinition/crontabs.stable.example.com".to_string())
+    );
+    assert_eq!(step(&doc, "storage")["state"], "not_reached");
+
+    // The stored version needs no conversion: it is served, and nothing on its path is blamed.
+    let (r, _) = why(
+        &server,
+        &[
+            "GET",
+            "/apis/stable.example.com/v1/namespaces/default/crontabs",
+            "-o",
+            "yaml",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: Value = serde_saphyr::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["request"]["status"], 200);
+    assert!(doc["verdict"].is_null(), "{}", doc["verdict"]);
+    assert_eq!(doc["trace"]["crd"]["converts"], false);
+    assert_eq!(step(&doc, "conversion")["state"], "passed");
+    assert_eq!(step(&doc, "storage")["state"], "passed");
+    server.shutdown().await;
+}
+
+/// Poll `f` until it is true (the server's gauges change asynchronously).
+async fn eventually(what: &str, f: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_apf_rejection_of_the_flooding_user_is_apf() {
+    // One seat and a queue of one: hold the seat and fill the queue, then ask why as the flooder.
+    let text = std::fs::read_to_string(repo().join("fixtures/scenarios/apf-saturation.yaml"))
+        .unwrap()
+        .replace("latencyMs: 500", "hold: true");
+    let server = start_text(&text).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(server.ca_pem().as_bytes()).unwrap()])
+        .build()
+        .unwrap();
+    let url = format!("{}/api/v1/namespaces/apf-load/configmaps", server.url());
+    let send = || {
+        let (c, u) = (client.clone(), url.clone());
+        tokio::spawn(async move {
+            c.get(u)
+                .bearer_auth("flooder-token")
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    let gauge = |name: &str| {
+        let prefix = format!("{name}{{flow_schema=\"flooders\",priority_level=\"tiny\"}} ");
+        server
+            .metrics_text()
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let executing = send();
+    eventually("the seat is held", || {
+        gauge("apiserver_flowcontrol_current_executing_seats") == 1.0
+    })
+    .await;
+    let queued = send();
+    eventually("the queue is full", || {
+        gauge("apiserver_flowcontrol_current_inqueue_requests") == 1.0
+    })
+    .await;
+
+    let path = "/api/v1/namespaces/apf-load/configmaps";
+    let (r, _) = why(&server, &["LIST", path, "--as", "flooder", "-o", "json"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 429);
+    assert_eq!(doc["request"]["headers"]["retry_after"], "1");
+    assert_eq!(verdict(&doc), ("APF", "flowcontrol"));
+    assert_eq!(doc["trace"]["flow_schema"]["name"], "flooders");
+    assert_eq!(doc["trace"]["flow_schema"]["priority_level"], "tiny");
+    assert_eq!(doc["trace"]["flow_schema_from_header"], "flooders");
+    assert_eq!(step(&doc, "authz")["state"], "not_reached");
+    assert_eq!(step(&doc, "storage")["state"], "not_reached");
+
+    let (r, _) = why(&server, &["LIST", path, "--as", "flooder"]).await;
+    assert_eq!(r.code, 1);
+    insta::assert_snapshot!("apf_rejected", redact(&r.stdout));
+
+    server.release_held();
+    assert_eq!(executing.await.unwrap(), 200);
+    assert_eq!(queued.await.unwrap(), 200);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_etcd_stall_is_storage() {
+    let server = start("storage-slow-etcd").await;
+    let (r, _) = why(
+        &server,
+        &[
+            "GET",
+            "/api/v1/namespaces/etcd-stall/configmaps?timeout=1s",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 504);
+    assert_eq!(doc["request"]["status_body"]["reason"], "Timeout");
+    assert_eq!(doc["trace"]["serving"], "built_in");
+    assert_eq!(verdict(&doc), ("Storage", "storage"));
+    let storage = step(&doc, "storage");
+    assert!(
+        storage["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("[-]etcd failed"),
+        "{storage}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_403_is_auth_and_a_warning() {
+    let server = start("auth-user-forbidden").await;
+    let args = ["GET", FLUNDERS, "--as", "bob", "--as-group", "developers"];
+    let mut json = args.to_vec();
+    json.extend(["-o", "json"]);
+    let (r, _) = why(&server, &json).await;
+    assert_eq!(
+        r.code, 0,
+        "a warning is below the default --fail-on critical: {}",
+        r.stderr
+    );
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 403);
+    assert_eq!(verdict(&doc), ("Auth", "authz"));
+    assert_eq!(doc["verdict"]["severity"], "warning");
+    assert_eq!(step(&doc, "registration")["state"], "not_reached");
+
+    let mut gate = args.to_vec();
+    gate.extend(["--fail-on", "warning"]);
+    let (r, _) = why(&server, &gate).await;
+    assert_eq!(r.code, 1, "--fail-on warning counts it");
+    insta::assert_snapshot!("auth_forbidden", redact(&r.stdout));
+
+    // With the user's own token instead of impersonation, the evidence this user may not read
+    // becomes gaps, and the verdict is the same.
+    let (r, _) = why(
+        &server,
+        &["GET", FLUNDERS, "--token", "bob-token", "-o", "json"],
+    )
+    .await;
+    let doc = report(&r);
+    assert_eq!(verdict(&doc), ("Auth", "authz"));
+    assert!(
+        doc["diagnosis"]["gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["reason"] == "forbidden"),
+        "{}",
+        doc["diagnosis"]["gaps"]
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_is_read_for_a_short_time_and_its_end_recorded() {
+    let server = start("watch-terminated-watchers").await;
+    let (r, took) = why(
+        &server,
+        &[
+            "WATCH",
+            "/api/v1/namespaces/wardle-system/configmaps",
+            "--watch-for",
+            "20s",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 200);
+    assert_eq!(
+        doc["request"]["watch"]["end"], "closed",
+        "{}",
+        doc["request"]
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "the server's termination ends the watch before --watch-for: {took:?}"
+    );
+    let watch = step(&doc, "watch");
+    assert!(
+        watch["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("the server closed the stream"),
+        "{watch}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_exits_2_and_an_unreachable_server_exits_3() {
+    let server = start("healthy").await;
+    for (args, want) in [
+        (vec!["POST", "/api/v1/namespaces/a/configmaps"], "dry run"),
+        (vec!["GET", "api/v1/pods"], "not an absolute path"),
+        (
+            vec!["LIST", "/api/v1/namespaces/a/configmaps/x"],
+            "LIST needs",
+        ),
+        (
+            vec!["--dry-run", "-f", "/nonexistent/object.yaml"],
+            "cannot read",
+        ),
+    ] {
+        let (r, _) = why(&server, &args).await;
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(want), "{args:?}: {}", r.stderr);
+    }
+    let f = Files::new();
+    let unknown = f.write(
+        "thing.yaml",
+        "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t}\n",
+    );
+    let (r, _) = why(&server, &["--dry-run", "-f", unknown.to_str().unwrap()]).await;
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("example.com/v1"), "{}", r.stderr);
+    // Nothing was written while refusing.
+    assert!(server.requests().iter().all(|q| q.method == "GET"));
+
+    // A closed port: nothing answers.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let kc = f.write(
+        "kubeconfig",
+        &server
+            .kubeconfig(ClientAuth::Token)
+            .replace(&server.url(), &format!("https://127.0.0.1:{port}")),
+    );
+    let (r, _) = extpath_run(
+        &f,
+        "why",
+        vec![
+            "GET".into(),
+            "/api/v1/namespaces".into(),
+            "--kubeconfig".into(),
+            kc.display().to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("could not be reached"), "{}", r.stderr);
+    server.shutdown().await;
+}

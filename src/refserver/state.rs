@@ -46,6 +46,8 @@ pub struct State {
     /// Every request that reached the server, in arrival order (for tests that prove a client
     /// only reads).
     pub requests: std::sync::Mutex<Vec<LoggedRequest>>,
+    /// Set when the server replays a recorded bundle instead of running a scenario.
+    pub recorded: std::sync::OnceLock<std::sync::Arc<super::recorded::Recorded>>,
 }
 
 /// One request as the server saw it.
@@ -113,6 +115,7 @@ impl State {
             started: Instant::now(),
             listen_addr: std::sync::OnceLock::new(),
             requests: std::sync::Mutex::new(Vec::new()),
+            recorded: std::sync::OnceLock::new(),
         }
     }
 }

@@ -6,7 +6,9 @@
 //! milliseconds for a windowed recording, whose two scrapes the replay serves), merge the evidence
 //! the replay carried, and check that
 //! * the evidence is the recorded evidence, after [`normalise`] (what a collection legitimately adds
-//!   or cannot reproduce — each exclusion is commented there), and
+//!   or cannot reproduce — each exclusion is commented there),
+//! * a request the recording held only as a person's client output (kubectl, curl) and that the
+//!   collection sends again gets the recorded outcome back (status, Status or body, headers), and
 //! * `analyze` of the collection gives the same verdicts (subject, class, severity) as `analyze` of
 //!   the recording.
 
@@ -16,7 +18,7 @@ use std::time::Duration;
 
 use extpath::bundle::carried::{carried, merge};
 use extpath::bundle::metrics::{SeriesWindow, default_selection};
-use extpath::bundle::probes::ProbeKind;
+use extpath::bundle::probes::{ClientTool, ProbeKind};
 use extpath::bundle::{CertSource, Collection, EvidenceBundle, Probe, WebhookKind, load_bundle};
 use extpath::collect::refs::References;
 use extpath::collect::{CollectOptions, EtcdOptions};
@@ -312,6 +314,92 @@ fn verdicts(
         .collect()
 }
 
+/// The request a collection's probe made again of what a person's client recorded: the replay
+/// answered it with that recorded outcome (same method and path with query, else without; the
+/// record closest to the wire).
+fn client_outcome_for<'r>(p: &Probe, recording: &'r EvidenceBundle) -> Option<&'r Probe> {
+    let path = p.path.as_deref()?;
+    let bare = |x: &str| x.split('?').next().unwrap_or_default().to_string();
+    let candidates = || {
+        recording.probes.iter().filter(|q| {
+            q.origin.kind == ProbeKind::ClientOutput
+                && q.status.is_some()
+                && q.method.as_deref().unwrap_or("GET") == p.method.as_deref().unwrap_or("")
+        })
+    };
+    // Closest to the wire first: curl, then a kubectl trace, then kubectl's own error line.
+    let rank = |q: &&Probe| match q.origin.tool {
+        ClientTool::Curl => 0,
+        ClientTool::Extpath => 1,
+        ClientTool::KubectlTrace => 2,
+        ClientTool::Other => 3,
+        ClientTool::Kubectl => 4,
+    };
+    candidates()
+        .filter(|q| q.path.as_deref() == Some(path))
+        .min_by_key(rank)
+        .or_else(|| {
+            candidates()
+                .filter(|q| q.path.as_deref().map(bare) == Some(bare(path)))
+                .min_by_key(rank)
+        })
+}
+
+/// Outcomes the replay served from a person's client output come back as that client saw them:
+/// status, Status body or plain body, and the headers that matter.
+fn client_outcomes_differ(collected: &EvidenceBundle, recording: &EvidenceBundle) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in collected
+        .probes
+        .iter()
+        .filter(|p| added_by_collection(p, recording))
+    {
+        let Some(q) = client_outcome_for(p, recording) else {
+            continue;
+        };
+        let failed = q.status.is_some_and(|s| !(200..300).contains(&s));
+        let body = q
+            .body
+            .as_ref()
+            .map(|b| b.chars().take(2048).collect::<String>());
+        let h = |x: &Probe| {
+            let h = &x.headers;
+            (
+                h.retry_after.clone(),
+                h.flow_schema_uid.clone(),
+                h.priority_level_uid.clone(),
+                h.audit_id.clone(),
+            )
+        };
+        // A Status kubectl made from a plain body comes back as that body, from which a client
+        // makes the same Status again.
+        let made_from = q
+            .status_body
+            .as_ref()
+            .and_then(|s| match s.causes.as_slice() {
+                [c] if c.reason == "UnexpectedServerResponse" => Some(c.message.clone()),
+                _ => None,
+            });
+        let same = p.status == q.status
+            && h(p) == h(q)
+            && (!failed
+                || match (&made_from, &q.status_body) {
+                    (Some(b), _) => p.body.as_ref() == Some(b) && p.status_body.is_none(),
+                    (None, Some(s)) => p.status_body.as_ref() == Some(s),
+                    (None, None) => body.is_none() || p.body == body,
+                });
+        if !same {
+            out.push(format!(
+                "  outcome of {:?}:\n    recorded: {}\n    replayed: {}",
+                p.path,
+                serde_json::to_string(q).unwrap(),
+                serde_json::to_string(p).unwrap()
+            ));
+        }
+    }
+    out
+}
+
 /// The sections of two normalised bundles that differ, shown side by side.
 fn differences(want: &Value, got: &Value) -> Vec<String> {
     let mut keys: BTreeSet<&String> = want.as_object().unwrap().keys().collect();
@@ -351,6 +439,7 @@ async fn every_recording_replays_to_the_same_evidence_and_verdicts() {
             &normalise(recording, recording),
             &normalise(&collected, recording),
         );
+        why.extend(client_outcomes_differ(&collected, recording));
         let (want, got) = (
             verdicts(recording, recording, &rules),
             verdicts(&collected, recording, &rules),

@@ -11,7 +11,8 @@
 //!   the store here, since the reference server's own handlers serve v1 only.
 //! * `/apis` lists the groups of the recorded APIServices — which may not include the built-in
 //!   ones a hand-made or partial recording left out — plus the built-in and CRD groups the server
-//!   serves, so that kubectl can find `apiservices` and the rest in any recording.
+//!   serves, so that kubectl can find `apiservices` and the rest in any recording. A recorded Local
+//!   group/version the server does not serve (`apps/v1`) has an empty resource list.
 
 use std::collections::BTreeSet;
 
@@ -253,6 +254,30 @@ fn group_list(state: &State, r: &Recorded) -> Value {
     list
 }
 
+/// `/apis/<g>/<v>` of a recorded Local APIService whose group/version this server does not serve
+/// (`apps/v1` of a real cluster's recording): an empty resource list, so that discovery does not
+/// fail on what the recording never held.
+fn recorded_local_group_version(
+    state: &State,
+    r: &Recorded,
+    info: &RequestInfo,
+) -> Option<Response<Body>> {
+    let recorded = r
+        .bundle
+        .api_services
+        .iter()
+        .any(|a| a.is_local() && a.group == info.group && a.version == info.version);
+    if !recorded || !registry::in_group_version(&state.store, &info.group, &info.version).is_empty()
+    {
+        return None;
+    }
+    Some(json_response(
+        200,
+        &json!({"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": format!("{}/{}", info.group, info.version), "resources": []}),
+    ))
+}
+
 /// Answer the reads a replay answers differently (see the module documentation); `None` for the
 /// rest.
 pub fn answer(state: &State, r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
@@ -264,6 +289,9 @@ pub fn answer(state: &State, r: &Recorded, info: &RequestInfo) -> Option<Respons
     }
     if info.prefix == "apis" && info.group == FLOWCONTROL {
         return flowcontrol(state, r, info);
+    }
+    if info.prefix == "apis" && !info.version.is_empty() && !info.is_resource {
+        return recorded_local_group_version(state, r, info);
     }
     if info.path.trim_end_matches('/') == "/apis" {
         return Some(json_response(200, &group_list(state, r)));

@@ -4,10 +4,12 @@
 //!
 //! Recorded outcomes, in order of preference: extpath's own probe of the exact path and query (the
 //! discovery and list probes `bundle::carried::split` serves), then — for aggregated paths only — what
-//! a person's client recorded for the same method and path (with the same query first). An outcome
+//! a person's client recorded for the same method and path (with the same query first; curl's
+//! record before a kubectl trace's before kubectl's own error line: closest to the wire). An outcome
 //! is given back as it was seen: status, the headers that matter (`Retry-After`, the APF UIDs,
 //! `Audit-Id`, `Content-Type`, `Date`), the Status object with its causes or the plain body, after
-//! the recorded latency. A recorded success kept no body; a discovery document is rebuilt listing
+//! the recorded latency — except a Status kubectl made up itself from a plain body, which is given
+//! back as that body ([`client_made_from`]). A recorded success kept no body; a discovery document is rebuilt listing
 //! the resources extpath's recorded list probes named, so that a collection sends them again.
 //!
 //! Without a recorded outcome the aggregator's own logic applies to the recorded state
@@ -25,7 +27,7 @@ use serde_json::{Value, json};
 
 use super::Recorded;
 use crate::bundle::carried::discovery_path;
-use crate::bundle::probes::{ProbeKind, ResponseHeaders};
+use crate::bundle::probes::{ClientTool, ProbeKind, ResponseHeaders};
 use crate::bundle::{ApiService, CertSource, Probe, StatusBody};
 use crate::refserver::request::RequestInfo;
 use crate::refserver::status::ApiError;
@@ -130,13 +132,33 @@ pub fn resource_list(r: &Recorded, a: &ApiService) -> Value {
     })
 }
 
+/// The body a client's own Status was made from, when it made one: client-go turns a response that
+/// is not a Status into `the server is currently unable to handle the request` (and the like), the
+/// body kept as its one `UnexpectedServerResponse` cause (apimachinery `NewGenericServerResponse`).
+/// That body is what was on the wire, and what a client of the replay must get to make the same
+/// Status again.
+pub fn client_made_from(p: &Probe) -> Option<&str> {
+    let s = p.status_body.as_ref()?;
+    match s.causes.as_slice() {
+        [c] if p.origin.kind == ProbeKind::ClientOutput
+            && c.reason == "UnexpectedServerResponse" =>
+        {
+            Some(c.message.as_str())
+        }
+        _ => None,
+    }
+}
+
 /// The response of a recorded outcome.
 async fn give_back(r: &Recorded, p: &Probe, info: &RequestInfo) -> Response<Body> {
     if let Some(ms) = p.latency_ms.filter(|ms| ms.is_finite() && *ms > 0.0) {
         tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0).min(MAX_DELAY)).await;
     }
     let code = p.status.unwrap_or(500);
-    let body = if let Some(s) = &p.status_body {
+    let wire = client_made_from(p);
+    let body = if let Some(b) = wire {
+        b.to_string()
+    } else if let Some(s) = &p.status_body {
         status_json(s).to_string()
     } else if let Some(b) = &p.body {
         b.clone()
@@ -154,6 +176,13 @@ async fn give_back(r: &Recorded, p: &Probe, info: &RequestInfo) -> Response<Body
     };
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if wire.is_some() {
+        // What Go's http.Error writes a plain-text error with.
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+    }
     put_headers(&mut resp, &p.headers);
     resp
 }
@@ -208,6 +237,20 @@ fn reconstruct(r: &Recorded, a: &ApiService, info: &RequestInfo) -> Response<Bod
     .into_response()
 }
 
+/// How close a client's record is to what was on the wire (lower is closer): curl shows the
+/// bytes; a kubectl trace the status and, from `-v8`, the body; kubectl's own error line is a Status
+/// it made up from the response (`the server is currently unable to handle the request` for a
+/// plain-text 503).
+fn wire_rank(p: &Probe) -> u8 {
+    match p.origin.tool {
+        ClientTool::Curl => 0,
+        ClientTool::Extpath => 1,
+        ClientTool::KubectlTrace => 2,
+        ClientTool::Other => 3,
+        ClientTool::Kubectl => 4,
+    }
+}
+
 fn same_method(p: &Probe, method: &str) -> bool {
     p.method
         .as_deref()
@@ -242,10 +285,12 @@ pub async fn answer(
         })
     };
     let recorded = client_outputs()
-        .find(|p| p.path.as_deref() == Some(path_and_query))
+        .filter(|p| p.path.as_deref() == Some(path_and_query))
+        .min_by_key(|p| wire_rank(p))
         .or_else(|| {
             client_outputs()
-                .find(|p| p.path.as_deref().map(without_query) == Some(info.path.as_str()))
+                .filter(|p| p.path.as_deref().map(without_query) == Some(info.path.as_str()))
+                .min_by_key(|p| wire_rank(p))
         });
     Some(match recorded {
         Some(p) => give_back(r, p, info).await,

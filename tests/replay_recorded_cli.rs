@@ -1,6 +1,7 @@
 //! A replayed recording against real clients: kubectl reads it as a cluster (APIServices with their
 //! recorded conditions, the recorded 503 and body of an aggregated path, the recorded health
-//! checks), promtool accepts the replayed `/metrics`, and `replay serve --bundle` then `scan` with
+//! checks), collection's health parser reads every shape of check back, promtool accepts the
+//! replayed `/metrics`, and `replay serve --bundle` then `scan` with
 //! the flags it prints (`--merge` of the carried evidence among them) judges the recording as
 //! `analyze` does. Bad input is one line naming the file, exit 2, before anything is contacted.
 
@@ -280,4 +281,42 @@ fn a_bad_recording_or_merge_file_is_one_line_and_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
+}
+
+#[test]
+fn recorded_health_checks_read_back_as_recorded() {
+    use extpath::bundle::observations::HealthEndpoint;
+    use extpath::bundle::{HealthCheck, HealthCheckItem};
+    use extpath::collect::health::parse_verbose;
+    use extpath::refserver::recorded::endpoints::health_text;
+    let item = |name: &str, ok: bool, reason: Option<&str>| HealthCheckItem {
+        name: name.into(),
+        ok,
+        reason: reason.map(str::to_string),
+    };
+    let check = |ok: bool, checks: Vec<HealthCheckItem>, error: Option<&str>| HealthCheck {
+        endpoint: HealthEndpoint::ApiserverReadyz,
+        ok,
+        checks,
+        error: error.map(str::to_string),
+        target: None,
+        origin: None,
+    };
+    for c in [
+        check(
+            false,
+            vec![
+                item("ping", true, None),
+                item("etcd", false, Some("reason withheld")),
+                item("poststarthook/x", false, None),
+            ],
+            None,
+        ),
+        check(true, vec![item("ping", true, None)], None),
+        check(true, vec![], None),
+        check(false, vec![], Some("etcd took too long")),
+    ] {
+        let (code, text) = health_text(&c, "readyz", true);
+        assert_eq!(parse_verbose(c.endpoint, code, &text), c, "{text}");
+    }
 }

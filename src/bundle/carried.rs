@@ -107,7 +107,9 @@ pub fn split(bundle: &EvidenceBundle) -> Split {
                 && p.status.is_some_and(|c| (200..300).contains(&c))
         })
     };
-    let mut verbs = Vec::new();
+    // A collection lists one resource per APIService after its discovery: the first list probe of
+    // each is served.
+    let mut verbs: Vec<(usize, &str)> = Vec::new();
     for (i, p) in bundle.probes.iter().enumerate() {
         let Some((name, discovery)) = remote_target(bundle, p) else {
             continue;
@@ -121,15 +123,13 @@ pub fn split(bundle: &EvidenceBundle) -> Split {
             && resource.is_some_and(|r| !r.is_empty() && !r.contains('/'))
             && discovered_ok(name)
             && !paths.contains(&path)
-            && !verbs
-                .iter()
-                .any(|&j: &usize| remote_target(bundle, &bundle.probes[j]).unwrap().0 == name)
+            && !verbs.iter().any(|(_, n)| *n == name)
         {
             paths.push(path);
-            verbs.push(i);
+            verbs.push((i, name));
         }
     }
-    s.probes.extend(verbs);
+    s.probes.extend(verbs.into_iter().map(|(i, _)| i));
     s.probes.sort_unstable();
     let first_metrics = |t: MetricTarget| bundle.metrics.iter().position(|m| m.target == t);
     s.apiserver_metrics = first_metrics(MetricTarget::Apiserver);

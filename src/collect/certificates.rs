@@ -7,9 +7,10 @@
 //!
 //! Where a backend is reached: `--backend-address svc.ns=host:port` first; an ExternalName Service's
 //! name (what the aggregator itself dials); the Service DNS name when running inside the cluster; a
-//! webhook URL's host, unless `--backend-address urlhost:port=host:port` moves it. Pod and ClusterIP addresses are never dialled from outside the cluster (they
-//! are not routable there, and an intercepting proxy would answer in their place), so from a laptop
-//! most backends are a gap ("pass --backend-address"), never an error.
+//! webhook URL's host, unless `--backend-address urlhost:port=host:port` moves it. Pod and
+//! ClusterIP addresses are never dialled from outside the cluster (they are not routable there,
+//! and an intercepting proxy would answer in their place), so from a laptop most backends are a gap
+//! ("pass --backend-address"), never an error.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -4,8 +4,9 @@
 //! Metrics are the recorded families written back as text exposition (`promtext::write_text`). A
 //! windowed source was computed from two scrapes; the first request for it is answered with the
 //! earlier scrape (`promtext::window_start`) and every later one with the recorded (later) one, so a
-//! client that scrapes twice gets the recorded window deltas back, over its own window's length. A
-//! single dump is always the same dump.
+//! client that scrapes twice gets the recorded window deltas back, over its own window's length
+//! (one that scrapes once reads the counters at the window's start). A single dump is always the
+//! same dump.
 //!
 //! Health checks are written in kube-apiserver's verbose form — `[+]name ok`, `[-]name failed:
 //! reason`, then `readyz check passed|failed` — with status 200 when the recorded check passed and

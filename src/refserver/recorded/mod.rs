@@ -263,9 +263,7 @@ pub fn backend_addresses(r: &Recorded) -> std::collections::BTreeMap<String, Str
 /// 403 for what the recording does not hold.
 pub fn not_recorded(what: &str, group: &str, resource: &str) -> Response<Body> {
     ApiError::forbidden(
-        format!(
-            "{what} is not in this replayed recording (it was not collected), so it cannot be shown"
-        ),
+        format!("not in the recording being replayed (it was not collected): {what}"),
         "",
         group,
         resource,

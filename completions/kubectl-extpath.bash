@@ -207,7 +207,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__collect)
-            opts="-s -n -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --window --timeout --backend-address --probe-admission --skip-list-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --output --help"
+            opts="-s -n -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --window --timeout --backend-address --probe-admission --skip-list-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -334,6 +334,10 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --prometheus-etcd-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --merge)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -677,12 +681,20 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__replay__subcmd__serve)
-            opts="-h --port --kubeconfig-out --client-cert --help"
+            opts="-h --bundle --raw --port --kubeconfig-out --client-cert --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --bundle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --raw)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --port)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -837,7 +849,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__scan)
-            opts="-s -n -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --window --timeout --backend-address --probe-admission --skip-list-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --output --color --wide --class --subject --rule --skip-rule --set --waivers --fail-on --rules --save-bundle --demo --help"
+            opts="-s -n -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --window --timeout --backend-address --probe-admission --skip-list-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --color --wide --class --subject --rule --skip-rule --set --waivers --fail-on --rules --save-bundle --demo --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -964,6 +976,10 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --prometheus-etcd-selector)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --merge)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

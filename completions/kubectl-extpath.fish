@@ -53,7 +53,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only). With --prometheus it applies only to etcd\'s /metrics (--etcd-metrics-url)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l etcd-metrics-url -d 'etcd\'s /metrics URL (the client URL `https://HOST:2379`, or a `--listen-metrics-urls` address): adds etcd\'s own metrics, scraped in the same window, its /health and its alarms' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l etcd-cert -d 'Client certificate for etcd (mutual TLS)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l etcd-key -d 'Key of the etcd client certificate' -r -F
@@ -65,6 +65,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-ca -d 'CA that signed Prometheus\' serving certificate (default: the system\'s roots)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-apiserver-selector -d 'Label matchers of kube-apiserver\'s series in Prometheus' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-etcd-selector -d 'Label matchers of etcd\'s series in Prometheus (read unless --etcd-metrics-url is given)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l merge -d 'Merge the evidence a collection cannot gather from this bundle (repeatable): client output (kubectl, curl), log findings, Events, certificates and APF state not already collected, and metrics and health checks of targets the collection has none of. `replay serve --bundle` writes such a file; its recording time then becomes the collection time' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s o -l output -d 'Output format: table (default), json (the machine contract), yaml, markdown (incident documents) or junit (one test case per subject, for CI)' -r -f -a "table\t'A table for the terminal, with details for every finding'
 json\t'The Diagnosis as JSON (docs/diagnosis.schema.json)'
 yaml\t'The Diagnosis as YAML'
@@ -147,7 +148,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only). With --prometheus it applies only to etcd\'s /metrics (--etcd-metrics-url)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l etcd-metrics-url -d 'etcd\'s /metrics URL (the client URL `https://HOST:2379`, or a `--listen-metrics-urls` address): adds etcd\'s own metrics, scraped in the same window, its /health and its alarms' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l etcd-cert -d 'Client certificate for etcd (mutual TLS)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l etcd-key -d 'Key of the etcd client certificate' -r -F
@@ -159,6 +160,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l prometheus-ca -d 'CA that signed Prometheus\' serving certificate (default: the system\'s roots)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l prometheus-apiserver-selector -d 'Label matchers of kube-apiserver\'s series in Prometheus' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l prometheus-etcd-selector -d 'Label matchers of etcd\'s series in Prometheus (read unless --etcd-metrics-url is given)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l merge -d 'Merge the evidence a collection cannot gather from this bundle (repeatable): client output (kubectl, curl), log findings, Events, certificates and APF state not already collected, and metrics and health checks of targets the collection has none of. `replay serve --bundle` writes such a file; its recording time then becomes the collection time' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
 json\t'JSON'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
@@ -198,13 +200,15 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -s h -l help -d 'Print help'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "serve" -d 'Serve one scenario, or a recorded incident (--bundle, --raw), on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l bundle -d 'Serve a recorded evidence bundle (YAML or JSON) instead: its objects, metrics, health checks, and the recorded outcomes of its probed aggregated paths. What cannot be served (client output, logs, served certificates, …) is written beside the kubeconfig for --merge' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l raw -d 'Serve raw incident files instead (kubectl output, /metrics dumps, logs, …), imported first as `import --raw` does' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l port -d 'Port on 127.0.0.1 (default: an ephemeral port)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l kubeconfig-out -d 'Where to write the kubeconfig (default: a file in a new temporary directory)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l client-cert -d 'Authenticate with the admin\'s client certificate instead of a bearer token'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario, or a recorded incident (--bundle, --raw), on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "scan" -d 'Collect from the live cluster and classify every extension path (read-only)'
@@ -220,4 +224,4 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; an
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from replay" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from replay" -f -a "serve" -d 'Serve one scenario, or a recorded incident (--bundle, --raw), on 127.0.0.1 until interrupted, for kubectl and other real clients'

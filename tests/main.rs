@@ -19,6 +19,8 @@ mod raw_import;
 mod raw_import_errors;
 mod raw_import_kinds;
 mod refserver;
+mod replay_recorded;
+mod replay_recorded_cli;
 mod report;
 mod report_cases;
 mod report_waivers;

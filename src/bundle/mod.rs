@@ -6,8 +6,10 @@
 //! analysed elsewhere, so it is versioned (`apiVersion: extpath.dev/v1alpha1`) and documented field by
 //! field in `docs/bundle.md`, with a JSON Schema generated from these types (`docs/bundle.schema.json`).
 //!
-//! What this module owns: the types, their serialisation, the two-phase loader, and the mapping from
-//! Kubernetes API objects into the bundle's own, smaller types ([`from_k8s`]). What it does not own:
+//! What this module owns: the types, their serialisation, the two-phase loader, the mapping from
+//! Kubernetes API objects into the bundle's own, smaller types ([`from_k8s`]) and back
+//! ([`to_k8s`], for a replayed recording), and what such a replay carries beside the API
+//! ([`carried`]). What it does not own:
 //! fetching anything (that is `collect`), or judging anything (that is `engine`).
 //!
 //! The bundle keeps its own types instead of raw Kubernetes objects for two reasons: the same fields
@@ -17,6 +19,7 @@
 //! Field names are snake_case, like the `Diagnosis` document; only `apiVersion` and `kind` follow the
 //! Kubernetes spelling, so that a reader recognises the document type.
 
+pub mod carried;
 pub mod certs;
 pub mod from_k8s;
 pub mod load;
@@ -25,6 +28,7 @@ pub mod objects;
 pub mod observations;
 pub mod probes;
 pub mod raw;
+pub mod to_k8s;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -167,7 +171,8 @@ pub struct Collection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collected_at: Option<jiff::Timestamp>,
     /// Where `collected_at` came from: `clock` (live collection), `evidence` (the latest timestamp
-    /// found in imported files) or `import` (nothing in the files was dated; the import time was used).
+    /// found in imported files), `import` (nothing in the files was dated; the import time was used)
+    /// or `recording` (a collection from a replayed recording, merged with what the replay carried).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collected_at_basis: Option<TimeBasis>,
     /// Live cluster, raw files, or a replayed bundle.
@@ -188,6 +193,10 @@ pub enum TimeBasis {
     Evidence,
     /// Nothing imported was dated: the time of the import.
     Import,
+    /// The moment of a recording that a replayed server served (`replay serve --bundle`): a
+    /// collection from the replay describes that moment, and `--merge` of the evidence the replay
+    /// carried sets it.
+    Recording,
 }
 
 /// kube-apiserver `/version`.

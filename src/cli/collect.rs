@@ -24,7 +24,8 @@ pub struct CollectFlags {
     /// Bound on the whole collection; what has not answered by then is recorded as a gap.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub timeout: Duration,
-    /// Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT` (repeatable).
+    /// Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or
+    /// `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable).
     #[arg(long = "backend-address", value_name = "SVC.NS=HOST:PORT", value_parser = parse_backend_address)]
     pub backend_address: Vec<(String, String)>,
     /// Send a server-side dry-run create (never stored) through each webhook that intercepts
@@ -95,6 +96,12 @@ pub struct CollectFlags {
     /// Label matchers of etcd's series in Prometheus (read unless --etcd-metrics-url is given).
     #[arg(long, value_name = "MATCHERS", default_value = DEFAULT_ETCD_SELECTOR, help_heading = "Prometheus")]
     pub prometheus_etcd_selector: String,
+    /// Merge the evidence a collection cannot gather from this bundle (repeatable): client output
+    /// (kubectl, curl), log findings, Events, certificates and APF state not already collected, and
+    /// metrics and health checks of targets the collection has none of. `replay serve --bundle`
+    /// writes such a file; its recording time then becomes the collection time.
+    #[arg(long, value_name = "FILE")]
+    pub merge: Vec<PathBuf>,
 }
 
 fn parse_time(s: &str) -> Result<jiff::Timestamp, String> {
@@ -113,6 +120,35 @@ fn parse_backend_address(s: &str) -> Result<(String, String), String> {
 }
 
 impl CollectFlags {
+    /// The bundles of `--merge`, read before anything is collected.
+    ///
+    /// # Errors
+    /// A file that is not a valid bundle: one line naming it, exit code 2.
+    pub fn merges(&self) -> anyhow::Result<Vec<crate::bundle::EvidenceBundle>> {
+        self.merge
+            .iter()
+            .map(|p| {
+                crate::bundle::load_bundle(p).map_err(|e| {
+                    CliError {
+                        code: super::EXIT_INPUT,
+                        message: e.to_string(),
+                    }
+                    .into()
+                })
+            })
+            .collect()
+    }
+
+    /// Merge the `--merge` bundles into a collected one.
+    pub fn apply_merges(
+        bundle: &mut crate::bundle::EvidenceBundle,
+        merges: &[crate::bundle::EvidenceBundle],
+    ) {
+        for m in merges {
+            crate::bundle::carried::merge(bundle, m);
+        }
+    }
+
     /// The collection options.
     pub fn options(&self, kube: &KubeFlags, namespace: &str) -> CollectOptions {
         CollectOptions {
@@ -215,6 +251,7 @@ pub async fn collect_bundle(
     kube: &KubeFlags,
     flags: &CollectFlags,
 ) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    let merges = flags.merges()?;
     let conn = crate::collect::connect(&kube.connect_options()).await?;
     let opts = flags.options(kube, &conn.namespace);
     let bar = Bar::new();
@@ -228,7 +265,9 @@ pub async fn collect_bundle(
         }
         .into());
     }
-    Ok(collected.bundle)
+    let mut bundle = collected.bundle;
+    CollectFlags::apply_merges(&mut bundle, &merges);
+    Ok(bundle)
 }
 
 pub fn run(args: CollectArgs) -> anyhow::Result<u8> {

@@ -8,7 +8,7 @@
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
 mod analyze;
-mod beside;
+pub mod beside;
 mod collect;
 pub mod completions;
 mod explain;

@@ -36,11 +36,14 @@ async fn collect_demo(
     flags: &CollectFlags,
     kube: &KubeFlags,
 ) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    let merges = flags.merges()?;
     let scenario = crate::refserver::scenario::load_str(DEMO_SCENARIO, "demo.yaml")?;
     let server = crate::refserver::RefServer::start(scenario, Default::default()).await?;
     let bundle = super::beside::collect_beside(&server, flags.options(kube, "default")).await;
     server.shutdown().await;
-    bundle
+    let mut bundle = bundle?;
+    CollectFlags::apply_merges(&mut bundle, &merges);
+    Ok(bundle)
 }
 
 pub fn run(args: ScanArgs) -> anyhow::Result<u8> {

@@ -7,9 +7,10 @@
 //!
 //! Where a backend is reached: `--backend-address svc.ns=host:port` first; an ExternalName Service's
 //! name (what the aggregator itself dials); the Service DNS name when running inside the cluster; a
-//! webhook URL's host. Pod and ClusterIP addresses are never dialled from outside the cluster (they
-//! are not routable there, and an intercepting proxy would answer in their place), so from a laptop
-//! most backends are a gap ("pass --backend-address"), never an error.
+//! webhook URL's host, unless `--backend-address urlhost:port=host:port` moves it. Pod and
+//! ClusterIP addresses are never dialled from outside the cluster (they are not routable there,
+//! and an intercepting proxy would answer in their place), so from a laptop most backends are a gap
+//! ("pass --backend-address"), never an error.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -78,7 +79,7 @@ fn address_for_service(
     ))
 }
 
-fn address_for_url(url: &str) -> Result<String, String> {
+fn address_for_url(url: &str, overrides: &BTreeMap<String, String>) -> Result<String, String> {
     let rest = url
         .strip_prefix("https://")
         .ok_or_else(|| format!("{url}: not an https URL"))?;
@@ -88,11 +89,12 @@ fn address_for_url(url: &str) -> Result<String, String> {
     } else {
         hostport.contains(':')
     };
-    if has_port {
-        Ok(hostport.to_string())
+    let hostport = if has_port {
+        hostport.to_string()
     } else {
-        Ok(format!("{hostport}:443"))
-    }
+        format!("{hostport}:443")
+    };
+    Ok(overrides.get(&hostport).cloned().unwrap_or(hostport))
 }
 
 /// Every backend of the bundle, with where to reach it.
@@ -131,7 +133,7 @@ pub fn targets(
         };
         let address = match (&t.service, &t.url) {
             (Some(s), _) => address_for_service(s, backends, overrides),
-            (None, Some(u)) => address_for_url(u),
+            (None, Some(u)) => address_for_url(u, overrides),
             (None, None) => Err("webhook has neither service nor url".into()),
         };
         out.push(TlsTarget {
@@ -323,15 +325,25 @@ mod tests {
 
     #[test]
     fn webhook_urls_resolve_to_host_and_port() {
+        let none = BTreeMap::new();
         assert_eq!(
-            address_for_url("https://127.0.0.1:9444/validate").unwrap(),
+            address_for_url("https://127.0.0.1:9444/validate", &none).unwrap(),
             "127.0.0.1:9444"
         );
         assert_eq!(
-            address_for_url("https://hook.example.com/x").unwrap(),
+            address_for_url("https://hook.example.com/x", &none).unwrap(),
             "hook.example.com:443"
         );
-        assert!(address_for_url("http://x").is_err());
+        assert!(address_for_url("http://x", &none).is_err());
+        let moved = [(
+            "hook.example.com:443".to_string(),
+            "127.0.0.1:9".to_string(),
+        )]
+        .into();
+        assert_eq!(
+            address_for_url("https://hook.example.com/x", &moved).unwrap(),
+            "127.0.0.1:9"
+        );
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! tree only as a dev-dependency, as the reference of a differential test on ordinary input.
 //!
 //! Layout: `lex` (characters of one line), `parse` (families, series, HELP/TYPE, joining),
-//! `stream` (string, blocking and async entry points), `selection`, `window`, `quantile`, and
-//! `model` (the shape kept in bundles). The behaviour on the format's loose ends is documented in
-//! `parse` and `lex`, and in `docs/metrics-parser.md` with the measured figures.
+//! `stream` (string, blocking and async entry points), `selection`, `window`, `quantile`,
+//! `model` (the shape kept in bundles), and `write` (families back to text, for a replayed
+//! recording). The behaviour on the format's loose ends is documented in `parse` and `lex`, and
+//! in `docs/metrics-parser.md` with the measured figures.
 //!
 //! This module knows nothing of bundles, clusters or rules.
 
@@ -19,6 +20,7 @@ mod quantile;
 mod selection;
 mod stream;
 mod window;
+mod write;
 
 #[cfg(test)]
 mod parse_tests;
@@ -31,3 +33,4 @@ pub use quantile::histogram_quantile;
 pub use selection::Selection;
 pub use stream::{parse_async, parse_async_with, parse_reader, parse_reader_with, parse_str};
 pub use window::apply_window;
+pub use write::{format_value, window_start, write_family, write_text};

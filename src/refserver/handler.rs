@@ -142,6 +142,10 @@ pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> 
         Ok(u) => u,
         Err(e) => return e.into_response(),
     };
+    // A replayed recording answers what it recorded as it was recorded, before APF and the rest.
+    if let Some(resp) = super::recorded::answer(&state, &info, &path_and_query).await {
+        return resp;
+    }
     if info.is_long_running() {
         return inner(state, req, info, user, path_and_query, started).await;
     }

@@ -7,6 +7,9 @@
 //! given). The same request handling is a `tower::Service` ([`RunningServer::service`]) that
 //! `kube::Client::new` accepts, for in-process tests without a socket.
 //!
+//! [`recorded::start`] serves a recorded bundle instead of a scenario: the same server, answering
+//! from the recording (`replay serve --bundle`).
+//!
 //! This module never imports `crate::engine`: a server that knew the verdicts would make every
 //! replay test circular. The scenario's `expect:` block is data it does not read.
 
@@ -24,6 +27,7 @@ pub mod handler;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod network;
+pub mod recorded;
 pub mod registry;
 pub mod request;
 pub mod scenario;
@@ -197,6 +201,9 @@ impl RunningServer {
     /// `name.namespace` → `127.0.0.1:port` — what `collect --backend-address` takes, so a client
     /// running beside the server can shake hands with the backends as if it were in the cluster.
     pub fn backend_addresses(&self) -> std::collections::BTreeMap<String, String> {
+        if let Some(r) = self.state.recorded.get() {
+            return recorded::backend_addresses(r);
+        }
         let mut out = std::collections::BTreeMap::new();
         let (services, _) = self.state.store.list("", "services", None);
         for svc in &services {

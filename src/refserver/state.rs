@@ -48,6 +48,8 @@ pub struct State {
     /// Every request that reached the server, in arrival order (for tests that prove a client
     /// only reads).
     pub requests: std::sync::Mutex<Vec<LoggedRequest>>,
+    /// Set when the server replays a recorded bundle instead of running a scenario.
+    pub recorded: std::sync::OnceLock<std::sync::Arc<super::recorded::Recorded>>,
 }
 
 /// One request as the server saw it.
@@ -127,6 +129,7 @@ impl State {
             listen_addr: std::sync::OnceLock::new(),
             requests: std::sync::Mutex::new(Vec::new()),
             synthetic_metrics,
+            recorded: std::sync::OnceLock::new(),
         }
     }
 }

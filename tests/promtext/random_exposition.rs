@@ -165,10 +165,12 @@ pub fn families() -> impl Strategy<Value = Vec<GenFamily>> {
     })
 }
 
-/// The families the parser should return for `fams`, series sorted by labels.
+/// The families the parser should return for `fams`, series sorted by labels. A family without
+/// series is returned when it was declared by a TYPE line (exported, nothing yet).
 pub fn expected(fams: &[GenFamily]) -> Vec<MetricFamily> {
     let mut out = Vec::new();
-    for f in fams.iter().filter(|f| !f.series.is_empty()) {
+    let declared = |f: &&GenFamily| !matches!(f.kind, GenKind::Untyped(false));
+    for f in fams.iter().filter(|f| !f.series.is_empty() || declared(f)) {
         let kind = match f.kind {
             GenKind::Counter => MetricKind::Counter,
             GenKind::Gauge => MetricKind::Gauge,

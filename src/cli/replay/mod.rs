@@ -1,6 +1,7 @@
 //! `replay`: the bundled reference server from the command line.
 //!
-//! * `replay serve SCENARIO` — serve one scenario until interrupted, for kubectl and other clients.
+//! * `replay serve SCENARIO` — serve one scenario until interrupted, for kubectl and other clients;
+//!   `replay serve --bundle FILE` / `--raw PATH…` — serve a recorded incident back the same way.
 
 mod serve;
 
@@ -15,7 +16,8 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Subcommand)]
 enum ReplayCommand {
-    /// Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients.
+    /// Serve one scenario, or a recorded incident (--bundle, --raw), on 127.0.0.1 until
+    /// interrupted, for kubectl and other real clients.
     Serve(serve::ServeArgs),
 }
 

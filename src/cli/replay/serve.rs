@@ -1,23 +1,41 @@
 //! `replay serve SCENARIO`: run the reference server for one scenario until interrupted.
+//! `replay serve --bundle FILE` / `--raw PATH…`: serve a recorded incident back the same way.
 //!
 //! It prints where the server listens and the `export KUBECONFIG=…` line, writes the kubeconfig
 //! (to `--kubeconfig-out`, or next to a temporary directory it names), and stops on SIGINT/SIGTERM.
-//! A bad scenario file is one line naming the file and line, exit 2.
+//! A recording also gets the evidence its replay cannot serve written next to the kubeconfig
+//! (`carried-evidence.yaml`, see `bundle::carried`), with the `--merge` flag that adds it to a
+//! `scan`/`collect`, and the `--etcd-metrics-url` of its etcd port when it has etcd evidence.
+//! A bad scenario, bundle or raw file is one line naming the file and place, exit 2.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::bundle::EvidenceBundle;
 use crate::cli::{CliError, EXIT_INPUT, EXIT_OK};
-use crate::refserver::{ClientAuth, RefServer, StartOptions, scenario};
+use crate::refserver::{ClientAuth, RefServer, RunningServer, StartOptions, recorded, scenario};
 
 /// Arguments of `replay serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// A scenario file (fixtures/scenarios/*.yaml).
-    #[arg(value_name = "SCENARIO")]
-    scenario: PathBuf,
+    #[arg(
+        value_name = "SCENARIO",
+        required_unless_present_any = ["bundle", "raw"],
+        conflicts_with_all = ["bundle", "raw"]
+    )]
+    scenario: Option<PathBuf>,
+    /// Serve a recorded evidence bundle (YAML or JSON) instead: its objects, metrics, health
+    /// checks, and the recorded outcomes of its probed aggregated paths. What cannot be served
+    /// (client output, logs, served certificates, …) is written beside the kubeconfig for --merge.
+    #[arg(long, value_name = "FILE", conflicts_with = "raw")]
+    bundle: Option<PathBuf>,
+    /// Serve raw incident files instead (kubectl output, /metrics dumps, logs, …), imported first
+    /// as `import --raw` does.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    raw: Vec<PathBuf>,
     /// Port on 127.0.0.1 (default: an ephemeral port).
     #[arg(long, default_value_t = 0)]
     port: u16,
@@ -29,17 +47,49 @@ pub struct ServeArgs {
     client_cert: bool,
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
-    let scenario = scenario::load(&args.scenario).map_err(|e| CliError {
+fn input_error(e: impl std::fmt::Display) -> anyhow::Error {
+    CliError {
         code: EXIT_INPUT,
         message: e.to_string(),
-    })?;
+    }
+    .into()
+}
+
+/// What to serve, loaded and checked before anything starts.
+enum Source {
+    Scenario(Box<scenario::Scenario>),
+    Recording(Box<EvidenceBundle>),
+}
+
+fn load(args: &ServeArgs) -> anyhow::Result<Source> {
+    if let Some(file) = &args.bundle {
+        let b = crate::bundle::load_bundle(file).map_err(input_error)?;
+        return Ok(Source::Recording(Box::new(b)));
+    }
+    if !args.raw.is_empty() {
+        let b = crate::bundle::raw::import_paths(&args.raw).map_err(input_error)?;
+        return Ok(Source::Recording(Box::new(b)));
+    }
+    let path = args.scenario.as_deref().unwrap_or(Path::new(""));
+    let s = scenario::load(path).map_err(input_error)?;
+    Ok(Source::Scenario(Box::new(s)))
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
+    let source = load(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
         let started = std::time::Instant::now();
-        let server = RefServer::start(scenario, StartOptions { port: args.port }).await?;
+        let options = StartOptions { port: args.port };
+        let (server, carried) = match source {
+            Source::Scenario(s) => (RefServer::start(*s, options).await?, None),
+            Source::Recording(b) => {
+                let carried = crate::bundle::carried::carried(&b);
+                (recorded::start(*b, options).await?, Some(carried))
+            }
+        };
         let auth = if args.client_cert {
             ClientAuth::Cert
         } else {
@@ -58,8 +108,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         let mut out = std::io::stdout().lock();
         writeln!(
             out,
-            "scenario {:?} serving on {} (started in {} ms)",
-            server.scenario().name,
+            "{} serving on {} (started in {} ms)",
+            match &carried {
+                None => format!("scenario {:?}", server.scenario().name),
+                Some(_) => server.scenario().name.clone(),
+            },
             server.url(),
             started.elapsed().as_millis()
         )?;
@@ -67,15 +120,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
             writeln!(out, "etcd metrics on {etcd}/metrics")?;
         }
         writeln!(out, "export KUBECONFIG={}", path.display())?;
-        let backends = server.backend_addresses();
-        if !backends.is_empty() {
-            // A client beside the server reaches the backends on loopback, not at their cluster
-            // addresses; these flags let `scan`/`collect` shake hands with them.
-            let flags: Vec<String> = backends
-                .iter()
-                .map(|(svc, addr)| format!("--backend-address {svc}={addr}"))
-                .collect();
-            writeln!(out, "backends for scan/collect: {}", flags.join(" "))?;
+        let mut flags = backend_flags(&server);
+        if let Some(carried) = &carried {
+            flags.extend(recording_flags(&server, carried, &path, &mut out)?);
+        }
+        if !flags.is_empty() {
+            writeln!(out, "flags for scan/collect: {}", flags.join(" "))?;
         }
         writeln!(out, "press Ctrl-C to stop")?;
         out.flush()?;
@@ -85,6 +135,55 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(EXIT_OK)
+}
+
+/// A client beside the server reaches the backends on loopback, not at their cluster addresses;
+/// these flags let `scan`/`collect` shake hands with them.
+fn backend_flags(server: &RunningServer) -> Vec<String> {
+    server
+        .backend_addresses()
+        .iter()
+        .map(|(svc, addr)| format!("--backend-address {svc}={addr}"))
+        .collect()
+}
+
+/// Write the carried evidence next to the kubeconfig, say what the recording's metrics are, and
+/// return the flags a collection of the replay needs.
+fn recording_flags(
+    server: &RunningServer,
+    carried: &EvidenceBundle,
+    kubeconfig: &Path,
+    out: &mut impl Write,
+) -> anyhow::Result<Vec<String>> {
+    let mut flags = Vec::new();
+    if let Some(etcd) = server.etcd_url() {
+        flags.push(format!("--etcd-metrics-url {etcd}/metrics"));
+    }
+    let windowed = server
+        .recording()
+        .and_then(|b| b.metrics_for(crate::bundle::MetricTarget::Apiserver))
+        .map(|m| m.window.is_some());
+    match windowed {
+        Some(true) => writeln!(
+            out,
+            "metrics: windowed; a collection with any --window reads the recorded deltas over it"
+        )?,
+        Some(false) => {
+            writeln!(out, "metrics: a single dump; --window 0 keeps it one")?;
+            flags.push("--window 0".into());
+        }
+        None => {}
+    }
+    let file = kubeconfig.with_file_name("carried-evidence.yaml");
+    std::fs::write(&file, carried.to_yaml()?)
+        .map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", file.display()))?;
+    writeln!(
+        out,
+        "evidence the replay cannot serve (client output, logs, served certificates, …): {}",
+        file.display()
+    )?;
+    flags.push(format!("--merge {}", file.display()));
+    Ok(flags)
 }
 
 fn write_private(path: &std::path::Path, text: &str) -> anyhow::Result<()> {

@@ -55,6 +55,7 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Value {
         Some(TimeBasis::Clock) => "clock",
         Some(TimeBasis::Evidence) => "evidence",
         Some(TimeBasis::Import) => "import",
+        Some(TimeBasis::Recording) => "recording",
         None => "",
     };
     let source = match c.source {

@@ -120,6 +120,12 @@ impl Parser<'_> {
         if matches!(kind, MetricKind::Histogram | MetricKind::Summary) {
             self.join_early_samples(&name, kind, wanted)?;
         }
+        if wanted {
+            // A declared family is present even before (or without) its first sample: "this
+            // server exports it and has no series of it" is not the same as "it does not export
+            // it", and a written-back family with no series must read back as one.
+            self.family_for(&name, false);
+        }
         Ok(())
     }
 

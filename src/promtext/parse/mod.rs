@@ -19,6 +19,8 @@
 //!   declares a histogram whose plain `x` samples were already seen, is an error.
 //! * A family without `# TYPE` (or with `untyped`/`unknown`) is untyped; `x_total` is a family of its
 //!   own name, as in format 0.0.4 (OpenMetrics' `# TYPE x counter` + `x_total` is not joined).
+//! * A selected family declared by `# TYPE` but without samples is kept, with no series: it is
+//!   exported and has nothing yet, which is not the same as not exported.
 //! * Histogram `le` is compared as a number, so `1`, `1.0` and `1e+00` are the same bucket; a NaN
 //!   `le` is an error. Buckets come out sorted; a missing `+Inf` bucket is not an error here.
 //! * Label values are kept as written, empty ones included (`group=""` is a label with an empty

@@ -51,6 +51,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l as-uid -d 'UID to impersonate for the operation' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s v -l v -d 'Log level like kubectl\'s `-v`: 1 prints the time each collection step finished, on stderr' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only). With --prometheus it applies only to etcd\'s /metrics (--etcd-metrics-url)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable)' -r
@@ -146,6 +147,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l as-uid -d 'UID to impersonate for the operation' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s v -l v -d 'Log level like kubectl\'s `-v`: 1 prints the time each collection step finished, on stderr' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only). With --prometheus it applies only to etcd\'s /metrics (--etcd-metrics-url)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable)' -r

@@ -17,6 +17,9 @@ use crate::collect::{CollectOptions, EtcdOptions, Progress, PrometheusOptions};
 /// Options shared by `collect` and `scan`.
 #[derive(Debug, Clone, Args)]
 pub struct CollectFlags {
+    /// Log level like kubectl's `-v`: 1 prints the time each collection step finished, on stderr.
+    #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
+    pub verbosity: u8,
     /// Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only).
     /// With --prometheus it applies only to etcd's /metrics (--etcd-metrics-url).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
@@ -198,15 +201,24 @@ pub struct CollectArgs {
     pub output: DocFormat,
 }
 
-/// A progress bar on stderr, only when stderr is a terminal.
-pub struct Bar(Option<indicatif::ProgressBar>);
+/// A progress bar on stderr, only when stderr is a terminal; with `-v 1` or more, a timed line per
+/// finished step instead (where a slow collection spends its time).
+pub struct Bar(Option<indicatif::ProgressBar>, Option<std::time::Instant>);
 
 impl Bar {
+    /// A bar if stderr is a TTY, else nothing; timed lines when `verbosity` ≥ 1.
+    pub fn with_verbosity(verbosity: u8) -> Self {
+        if verbosity >= 1 {
+            return Bar(None, Some(std::time::Instant::now()));
+        }
+        Bar::new()
+    }
+
     /// A bar if stderr is a TTY, else nothing.
     pub fn new() -> Self {
         use std::io::IsTerminal;
         if !std::io::stderr().is_terminal() {
-            return Bar(None);
+            return Bar(None, None);
         }
         let bar = indicatif::ProgressBar::new(1);
         bar.set_style(
@@ -216,7 +228,7 @@ impl Bar {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar.enable_steady_tick(Duration::from_millis(120));
-        Bar(Some(bar))
+        Bar(Some(bar), None)
     }
     /// Remove the bar.
     pub fn finish(&self) {
@@ -243,6 +255,9 @@ impl Progress for Bar {
             b.inc(1);
             b.set_message(what.to_string());
         }
+        if let Some(started) = &self.1 {
+            eprintln!("[{:>7.3}s] done: {what}", started.elapsed().as_secs_f64());
+        }
     }
 }
 
@@ -254,7 +269,7 @@ pub async fn collect_bundle(
     let merges = flags.merges()?;
     let conn = crate::collect::connect(&kube.connect_options()).await?;
     let opts = flags.options(kube, &conn.namespace);
-    let bar = Bar::new();
+    let bar = Bar::with_verbosity(flags.verbosity);
     let collected = crate::collect::collect(&conn, &opts, &bar).await;
     bar.finish();
     let collected = collected?;

@@ -130,7 +130,7 @@ async fn every_scenario_loads_and_its_backends_start_within_a_second() {
     for entry in std::fs::read_dir(repo().join("fixtures/scenarios")).unwrap() {
         let path = entry.unwrap().path();
         let s = scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!s.expect.is_empty(), "{}: no expect block", path.display());
+        assert!(!s.expect.subjects.is_empty(), "{}: no expect block", path.display());
         let backends: Vec<String> = s.backends.iter().map(|b| b.name.clone()).collect();
         let started = Instant::now();
         let server = RefServer::start(s, StartOptions::default()).await.unwrap();

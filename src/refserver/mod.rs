@@ -32,6 +32,7 @@ pub mod status;
 pub mod storage;
 pub mod store;
 pub mod tls;
+pub mod traffic;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -104,6 +105,8 @@ impl RefServer {
         // Like kube-aggregator right after start-up, every APIService gets its conditions before the
         // first client looks; otherwise a fast client would race the controller and see none.
         aggregator::available::sync_all(&state).await;
+        // The scenario's clients start once the server is as ready as a real one would be.
+        tasks.extend(traffic::spawn(&state, &shutdown_rx));
         let mut etcd_addr = None;
         if let Some(spec) = etcd_spec {
             let l = TcpListener::bind("127.0.0.1:0")
@@ -229,12 +232,22 @@ impl RunningServer {
         out
     }
 
-    /// Every request the server has received so far (method, path with query, user).
+    /// Every request the server has received so far from clients (method, path with query,
+    /// user) — not the scenario's own `traffic:`.
     pub fn requests(&self) -> Vec<state::LoggedRequest> {
         self.state
             .requests
             .lock()
-            .map(|l| l.clone())
+            .map(|l| l.iter().filter(|r| !r.traffic).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The requests the scenario's `traffic:` has sent so far.
+    pub fn traffic_requests(&self) -> Vec<state::LoggedRequest> {
+        self.state
+            .requests
+            .lock()
+            .map(|l| l.iter().filter(|r| r.traffic).cloned().collect())
             .unwrap_or_default()
     }
 

@@ -57,6 +57,8 @@ pub struct LoggedRequest {
     pub path: String,
     /// The authenticated (or impersonated) user; empty when authentication failed.
     pub user: String,
+    /// Sent by the scenario's own `traffic:`, not by a client.
+    pub traffic: bool,
 }
 
 impl std::fmt::Debug for State {

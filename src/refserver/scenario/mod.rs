@@ -65,9 +65,27 @@ pub struct Scenario {
     /// Faults.
     #[serde(default)]
     pub faults: Faults,
-    /// Expected verdict class per subject (`APIService/v1alpha1.wardle.example.com: Aggregation`).
+    /// Load the server puts on itself: clients that run through its full request path, so that
+    /// counters move as they do on a real cluster with real clients.
     #[serde(default)]
-    pub expect: BTreeMap<String, String>,
+    pub traffic: Vec<TrafficSpec>,
+    /// What `replay` expects extpath to say (data the server never reads).
+    #[serde(default)]
+    pub expect: Expect,
+}
+
+/// The verdicts `replay` expects. The server never reads this.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Expect {
+    /// Verdict class per subject: `Kind/name` (`APIService/v1alpha1.wardle.example.com`), or
+    /// `Kind/prefix*` for every subject of that kind whose name starts with the prefix.
+    #[serde(default)]
+    pub subjects: BTreeMap<String, String>,
+    /// Classes no other verdict may carry at warning or above: the misattributions the scenario's
+    /// fault must not be mistaken for.
+    #[serde(default)]
+    pub forbid: Vec<String>,
 }
 
 fn d60() -> u64 {
@@ -429,6 +447,49 @@ pub struct EtcdSpec {
     pub quota_backend_bytes: Option<f64>,
 }
 
+fn admin() -> String {
+    "admin".into()
+}
+fn get() -> String {
+    "GET".into()
+}
+fn one_u32() -> u32 {
+    1
+}
+fn d500() -> u64 {
+    500
+}
+
+/// A client the server runs against itself, through its whole request path (authentication, APF,
+/// authorization, the aggregator, admission, storage), so that counters move as they do on a
+/// cluster with real clients. It starts right after start-up and repeats every `everyMs`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TrafficSpec {
+    /// Who sends it: `admin` (default) or a scenario user with a token or a client certificate.
+    #[serde(default = "admin")]
+    pub user: String,
+    /// HTTP method (default `GET`).
+    #[serde(default = "get")]
+    pub method: String,
+    /// Path and query (`/api/v1/namespaces/x/configmaps?dryRun=All`); a `?watch=true` GET is a
+    /// watch, read until the server ends it.
+    pub path: String,
+    /// The request body (an object, sent as JSON).
+    #[serde(default)]
+    pub body: Option<Value>,
+    /// Requests per round (default 1).
+    #[serde(default = "one_u32")]
+    pub count: u32,
+    /// Requests of a round in flight at once (default 1).
+    #[serde(default = "one_u32")]
+    pub concurrency: u32,
+    /// A round starts this long after the previous one started (or when it ends, if later), ms;
+    /// 0 = one round only, right after start-up. Default 500.
+    #[serde(default = "d500")]
+    pub every_ms: u64,
+}
+
 /// The classes a scenario may expect (DESIGN §1).
 pub const CLASSES: &[&str] = &[
     "Aggregation",
@@ -440,6 +501,19 @@ pub const CLASSES: &[&str] = &[
     "OutOfScope",
     "Healthy",
     "Inconclusive",
+];
+
+/// The subject kinds extpath gives verdicts on (the names `expect.subjects` keys start with).
+pub const SUBJECT_KINDS: &[&str] = &[
+    "APIService",
+    "ValidatingWebhook",
+    "MutatingWebhook",
+    "CustomResourceDefinition",
+    "FlowSchema",
+    "PriorityLevel",
+    "APIServer",
+    "Etcd",
+    "Request",
 ];
 
 /// Load and validate a scenario file.
@@ -502,7 +576,8 @@ impl Scenario {
             network: BTreeMap::new(),
             objects: Vec::new(),
             faults: Faults::default(),
-            expect: BTreeMap::new(),
+            traffic: Vec::new(),
+            expect: Expect::default(),
         }
     }
 }

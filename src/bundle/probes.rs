@@ -371,6 +371,11 @@ pub struct Probe {
     /// When the request was made, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<jiff::Timestamp>,
+    /// For a discovery request that succeeded: the `groupVersion` the returned document names
+    /// (empty when it names none, e.g. a body that is not an APIResourceList). A 2xx body is not
+    /// kept, so this is what remains of it to tell a backend that serves another group/version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery_group_version: Option<String>,
 }
 
 fn one() -> u32 {
@@ -405,6 +410,7 @@ impl Probe {
             target: None,
             watch: None,
             at: None,
+            discovery_group_version: None,
         }
     }
 

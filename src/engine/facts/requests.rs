@@ -280,7 +280,11 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .s("version", version)
         .s("resource", resource)
         .v("target", ref_fact(target))
-        .s("discovery_group_version", discovery_group_version(&body))
+        .s(
+            "discovery_group_version",
+            first(probes, |p| p.discovery_group_version.clone())
+                .unwrap_or_else(|| discovery_group_version(&body)),
+        )
         .build()
 }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::fetch::urlencode;
 use super::objects::decode_items;
 use super::refs::References;
-use super::{Contribution, FetchError, Fetcher};
+use super::{FetchError, Fetcher};
 use crate::bundle::{EvidenceBundle, Gap, from_k8s};
 
 /// How many requests of one kind are in flight at once.
@@ -193,11 +193,35 @@ fn gap(source: &str, e: &FetchError) -> Gap {
     Gap::new(source, e.gap_reason(), e.to_string())
 }
 
+/// The Pods behind the referenced Services (stage three).
+#[derive(Default)]
+pub struct PodsBehind {
+    /// `(namespace, service)` and the Pods its selector matches, in that order.
+    pub by_service: Vec<((String, String), Vec<core::Pod>)>,
+    /// What could not be listed.
+    pub gaps: Vec<Gap>,
+}
+
+impl PodsBehind {
+    /// Add the Pods (each once) and the gaps to the bundle.
+    pub fn apply(self, b: &mut EvidenceBundle) {
+        let mut seen = std::collections::BTreeSet::new();
+        for ((ns, _), pods) in &self.by_service {
+            for p in pods {
+                if seen.insert((ns.clone(), p.metadata.name.clone().unwrap_or_default())) {
+                    from_k8s::add_pod(b, p);
+                }
+            }
+        }
+        b.gaps.extend(self.gaps);
+    }
+}
+
 /// Stage three: the Pods selected by each Service found in stage two.
 ///
 /// # Errors
-/// Never as a whole; per-Service failures become gaps in the contribution.
-pub async fn fetch_pods(f: &Fetcher, backends: &Backends) -> Result<Contribution, FetchError> {
+/// Never as a whole; per-Service failures become gaps in the result.
+pub async fn fetch_pods(f: &Fetcher, backends: &Backends) -> Result<PodsBehind, FetchError> {
     let selectors: Vec<(String, String, String)> = backends
         .services
         .iter()
@@ -231,32 +255,20 @@ pub async fn fetch_pods(f: &Fetcher, backends: &Backends) -> Result<Contribution
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    let mut pods = Vec::new();
-    let mut gaps = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
+    let mut out = PodsBehind::default();
     let mut results = results;
     results.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     for (ns, name, r) in results {
         match r {
             Ok(items) => {
                 let (ok, g) = decode_items::<core::Pod>("objects/pods", items);
-                for p in ok {
-                    let key = (ns.clone(), p.metadata.name.clone().unwrap_or_default());
-                    if seen.insert(key) {
-                        pods.push(p);
-                    }
-                }
-                gaps.extend(g);
+                out.by_service.push(((ns, name), ok));
+                out.gaps.extend(g);
             }
-            Err(e) => gaps.push(gap(&format!("objects/pods/{ns}/{name}"), &e)),
+            Err(e) => out.gaps.push(gap(&format!("objects/pods/{ns}/{name}"), &e)),
         }
     }
-    Ok(Box::new(move |b: &mut EvidenceBundle| {
-        for p in &pods {
-            from_k8s::add_pod(b, p);
-        }
-        b.gaps.extend(gaps);
-    }))
+    Ok(out)
 }
 
 #[cfg(test)]

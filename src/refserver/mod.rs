@@ -78,7 +78,12 @@ impl RefServer {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let backends = Backends::spawn(&scenario, &pki, &shutdown_rx).await?;
         let etcd_spec = scenario.faults.etcd.clone();
-        let state = Arc::new(State::new(scenario, pki.clone(), backends.ports()));
+        let state = Arc::new(State::new(
+            scenario,
+            pki.clone(),
+            backends.ports(),
+            backends.logs(),
+        ));
         controllers::load_initial(&state).map_err(|e| anyhow::anyhow!("loading objects: {e}"))?;
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await

@@ -15,7 +15,7 @@ use crate::bundle::{
     EvidenceBundle, Gap, GapReason, LogFinding, MetricTarget, ObjectRef, Probe, TimeBasis,
 };
 
-use super::state::{CurlPart, Importer, PendingProbe, truncate};
+use super::state::{CurlPart, Importer, LogHit, PendingProbe, truncate};
 use super::targets::{log_target, probe_target, webhook_ref, webhooks_named};
 use super::timeline::Clock;
 use super::{cert_check, kube_objects, metrics_dump};
@@ -178,9 +178,14 @@ fn fold_into(folded: &mut Vec<(Probe, Option<String>)>, p: Probe, gv: Option<Str
 /// One finding per pattern, component, file and target: a log repeating one error 60 times is one
 /// fact with a count and a time span, which is what a rule needs.
 fn fold_log_hits(imp: &Importer, clock: &Clock) -> Vec<LogFinding> {
+    fold_hits(&imp.log_hits, clock, &imp.bundle)
+}
+
+/// Fold hits by pattern, component, origin and target (the objects of `b` name the targets).
+pub(crate) fn fold_hits(hits: &[LogHit], clock: &Clock, b: &EvidenceBundle) -> Vec<LogFinding> {
     let mut out: Vec<LogFinding> = Vec::new();
-    for h in &imp.log_hits {
-        let target = log_target(&h.fields, &imp.bundle);
+    for h in hits {
+        let target = log_target(&h.fields, b);
         let component = h
             .component
             .unwrap_or(crate::bundle::observations::Component::Unknown);

@@ -31,6 +31,8 @@ mod kubectl_trace;
 mod log_lines;
 mod log_patterns;
 mod logs;
+
+pub use logs::container_log_findings;
 mod metrics_dump;
 mod object_mapping;
 mod pem;

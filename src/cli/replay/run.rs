@@ -236,8 +236,10 @@ impl Runner {
     /// Start the scenario's server, scan it as `scan` would, and classify what was collected.
     async fn diagnose(&self, scenario: Scenario) -> anyhow::Result<Diagnosis> {
         let server = RefServer::start(scenario, StartOptions::default()).await?;
+        // Every source the reference server offers: an operator with full access would use them.
         let mut opts = CollectOptions {
             window: self.window,
+            pod_logs: true,
             ..CollectOptions::default()
         };
         // An operator with access to etcd passes --etcd-metrics-url; a scenario with an etcd

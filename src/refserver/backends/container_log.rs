@@ -59,7 +59,11 @@ impl ContainerLog {
             && out.len() > limit
         {
             let cut = out.len() - limit;
-            let start = out[cut..].find('\n').map_or(out.len(), |i| cut + i + 1);
+            let start = if out.as_bytes()[cut - 1] == b'\n' {
+                cut
+            } else {
+                out[cut..].find('\n').map_or(out.len(), |i| cut + i + 1)
+            };
             out = out[start..].to_string();
         }
         out
@@ -89,5 +93,6 @@ mod tests {
         assert!(lines.iter().all(|l| re.is_match(l)), "{all}");
         assert_eq!(log.text(Some(1), None).lines().count(), 1);
         assert!(log.text(None, Some(lines[1].len() + 1)).starts_with('E'));
+        assert!(log.text(None, Some(lines[1].len())).is_empty(), "no partial line");
     }
 }

@@ -120,6 +120,9 @@ pub enum ClientTool {
     KubectlTrace,
     /// curl (`-i` headers, `-w` status lines, body).
     Curl,
+    /// A controller, as the Warning Event it recorded reports the failed request (`Error creating:
+    /// Internal error occurred: failed calling webhook …` of a ReplicaSet).
+    Controller,
     /// Some other client.
     Other,
 }

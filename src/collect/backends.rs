@@ -1,5 +1,7 @@
 //! Stage-two and stage-three collectors: the Services, Endpoints, EndpointSlices, Events and Pods
-//! behind every referenced backend.
+//! behind every referenced backend, and the cluster's Warning Events that report a failed API
+//! request (a ReplicaSet blocked by a webhook, a controller whose CRD is gone): those are the
+//! controllers' own observations of the extension paths, added as observations of that request.
 //!
 //! Objects are fetched by name (GET) rather than listed cluster-wide: a large cluster has thousands of
 //! Services and only a handful matter. A 404 is evidence (the Service is missing) and is recorded as
@@ -30,6 +32,8 @@ pub struct Backends {
     pub slices: Vec<discovery::EndpointSlice>,
     /// Events about the referenced objects.
     pub events: Vec<core::Event>,
+    /// Warning Events anywhere that report a failed API request.
+    pub request_failures: Vec<core::Event>,
     /// What could not be fetched.
     pub gaps: Vec<Gap>,
 }
@@ -48,6 +52,13 @@ impl Backends {
         }
         for e in &self.events {
             from_k8s::add_event(b, e);
+        }
+        for e in &self.request_failures {
+            let ev = from_k8s::event(e);
+            b.probes.extend(crate::bundle::raw::probes_from_event(&ev));
+            if !b.events.contains(&ev) {
+                b.events.push(ev);
+            }
         }
     }
 }
@@ -133,12 +144,15 @@ pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchErro
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    let aggregated = f
-        .list_all(&format!(
-            "/api/v1/events?fieldSelector={}",
-            urlencode("involvedObject.kind=APIService")
-        ))
-        .await;
+    let aggregated_path = format!(
+        "/api/v1/events?fieldSelector={}",
+        urlencode("involvedObject.kind=APIService")
+    );
+    let warnings_path = format!("/api/v1/events?fieldSelector={}", urlencode("type=Warning"));
+    let (aggregated, warnings) = tokio::join!(
+        f.list_all(&aggregated_path),
+        f.list_all(&warnings_path)
+    );
     let mut events = events;
     events.sort_by(|a, b| a.0.cmp(&b.0));
     for (ns, r) in events {
@@ -162,6 +176,17 @@ pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchErro
             out.gaps.extend(gaps);
         }
         Err(e) => out.gaps.push(gap("objects/events/apiservices", &e)),
+    }
+    match warnings {
+        Ok(items) => {
+            let (ok, gaps) = decode_items::<core::Event>("objects/events", items);
+            out.request_failures = ok
+                .into_iter()
+                .filter(|e| !crate::bundle::raw::probes_from_event(&from_k8s::event(e)).is_empty())
+                .collect();
+            out.gaps.extend(gaps);
+        }
+        Err(e) => out.gaps.push(gap("objects/events/warnings", &e)),
     }
     Ok(out)
 }

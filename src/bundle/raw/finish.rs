@@ -25,7 +25,16 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
     kube_objects::add_all(&mut imp);
     metrics_dump::choose(&mut imp);
     // Pair before folding: the parts of one curl request are one observation, not three.
-    let pending = pair_curl_parts(std::mem::take(&mut imp.probes));
+    let mut pending = pair_curl_parts(std::mem::take(&mut imp.probes));
+    // Controllers' Warning Events that report a failed request are observations of it.
+    for e in &imp.bundle.events {
+        for p in super::events::probes_from_event(e) {
+            let at = p.at.map(super::timeline::Stamp::Full);
+            let mut pending_probe = PendingProbe::new(p);
+            pending_probe.at = at;
+            pending.push(pending_probe);
+        }
+    }
 
     // Every time the evidence carries is known now, so klog times can be given their year.
     let clock = Clock::new(&imp.stamps, now);

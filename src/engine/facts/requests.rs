@@ -21,6 +21,7 @@ fn tool_name(t: ClientTool) -> &'static str {
         ClientTool::Kubectl => "kubectl",
         ClientTool::KubectlTrace => "kubectl_trace",
         ClientTool::Curl => "curl",
+        ClientTool::Controller => "controller",
         ClientTool::Other => "other",
     }
 }

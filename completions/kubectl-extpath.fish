@@ -84,6 +84,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l save-bundle -d 'Also write the evidence bundle to this file (YAML, or JSON when it ends in .json), to attach to the incident and analyse again elsewhere' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l probe-admission -d 'Send a server-side dry-run create (never stored) through each webhook that intercepts ConfigMap creation'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l pod-logs -d 'Read the last lines of the logs of the Pods behind APIServices and webhooks and keep the known error lines (needs `get` on pods/log, which deploy/rbac.yaml does not grant)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-list-probe -d 'Do not list one resource of each aggregated group/version after its discovery answers (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l wide -d 'Show each verdict\'s rung, confidence, evidence and consequences as table columns'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l demo -d 'Scan the embedded demo instead of a cluster: the bundled reference server running fixtures/scenarios/demo.yaml (two broken aggregated APIs, one healthy webhook). Needs no cluster and no kubeconfig'
@@ -162,14 +163,28 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 json\t'JSON'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l probe-admission -d 'Send a server-side dry-run create (never stored) through each webhook that intercepts ConfigMap creation'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l pod-logs -d 'Read the last lines of the logs of the Pods behind APIServices and webhooks and keep the known error lines (needs `get` on pods/log, which deploy/rbac.yaml does not grant)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l skip-list-probe -d 'Do not list one resource of each aggregated group/version after its discovery answers (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -s h -l help -d 'Print help'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -l dir -d 'The scenario directory of --all' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -l window -d 'Metrics window of each scan: the time between its two /metrics scrapes' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -s j -l jobs -d 'Scenarios run at the same time' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -s o -l output -d 'Output format: table (default) or json' -r -f -a "table\t'A pass/fail table, with the mismatches of failing scenarios'
+json\t'The `ReplayReport` document, for machines'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -l color -d 'Colour in the table: auto, always or never' -r -f -a "auto\t'Colour when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`'
+always\t'Always colour (also when piped, e.g. into `less -R`)'
+never\t'Never colour'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -l set -d 'Set a rule setting, e.g. `cert_warn_days=14` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -l all -d 'Every `*.yaml` in --dir'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -l verbose -d 'List every verdict of every scenario, not only the mismatches'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and not __fish_seen_subcommand_from serve help" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l port -d 'Port on 127.0.0.1 (default: an ephemeral port)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l kubeconfig-out -d 'Where to write the kubeconfig (default: a file in a new temporary directory)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l client-cert -d 'Authenticate with the admin\'s client certificate instead of a bearer token'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -l idle -d 'Do not run the scenario\'s `traffic:` (its own clients): only your clients reach it'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

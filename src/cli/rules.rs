@@ -153,7 +153,11 @@ fn lint(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
         problems.extend(test_problems(f));
     }
     // An Inconclusive verdict names what was missing: a `needs` without words would show CEL.
-    for r in set.rules.iter().filter(|r| r.needs.is_some() && r.needs_what.is_none()) {
+    for r in set
+        .rules
+        .iter()
+        .filter(|r| r.needs.is_some() && r.needs_what.is_none())
+    {
         problems.push(format!(
             "{}: needs has no `what:` — write `needs: {{when: EXPR, what: \"…\"}}` so an Inconclusive verdict says what is missing in words",
             r.file

@@ -149,10 +149,8 @@ pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchErro
         urlencode("involvedObject.kind=APIService")
     );
     let warnings_path = format!("/api/v1/events?fieldSelector={}", urlencode("type=Warning"));
-    let (aggregated, warnings) = tokio::join!(
-        f.list_all(&aggregated_path),
-        f.list_all(&warnings_path)
-    );
+    let (aggregated, warnings) =
+        tokio::join!(f.list_all(&aggregated_path), f.list_all(&warnings_path));
     let mut events = events;
     events.sort_by(|a, b| a.0.cmp(&b.0));
     for (ns, r) in events {

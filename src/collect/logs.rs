@@ -119,7 +119,9 @@ pub async fn fetch(
         match res {
             Ok(text) => findings.extend(attach(&text, &origin, &owners, now, bundle)),
             // A container that has not started, or a Pod gone since it was listed: no log.
-            Err(FetchError::Status { code: 400 | 404, .. }) => {}
+            Err(FetchError::Status {
+                code: 400 | 404, ..
+            }) => {}
             Err(e) => gaps.push(Gap::new(origin, e.gap_reason(), e.to_string())),
         }
     }
@@ -179,7 +181,16 @@ mod tests {
             f.first_seen.map(|t| t.to_string()).as_deref(),
             Some("2026-11-29T08:50:11.402439Z")
         );
-        assert!(attach("I1129 08:00:00.000000 1 x.go:1] fine\n", "o", &[owner], now, &b).is_empty());
+        assert!(
+            attach(
+                "I1129 08:00:00.000000 1 x.go:1] fine\n",
+                "o",
+                &[owner],
+                now,
+                &b
+            )
+            .is_empty()
+        );
     }
 
     #[test]

@@ -61,6 +61,9 @@ use tls::PeerChain;
 pub struct StartOptions {
     /// Port on 127.0.0.1 (0 = ephemeral).
     pub port: u16,
+    /// Do not start the scenario's `traffic:`: the server has only the clients the caller brings
+    /// (tests that count exact metrics, a quiet `replay serve --idle`).
+    pub idle: bool,
 }
 
 /// Entry point.
@@ -111,7 +114,9 @@ impl RefServer {
         // first client looks; otherwise a fast client would race the controller and see none.
         aggregator::available::sync_all(&state).await;
         // The scenario's clients start once the server is as ready as a real one would be.
-        tasks.extend(traffic::spawn(&state, &shutdown_rx));
+        if !options.idle {
+            tasks.extend(traffic::spawn(&state, &shutdown_rx));
+        }
         let mut etcd_addr = None;
         if let Some(spec) = etcd_spec {
             let l = TcpListener::bind("127.0.0.1:0")

@@ -267,7 +267,10 @@ mod tests {
     #[test]
     fn evidence_drops_trailing_newlines_of_bodies() {
         use serde_json::json;
-        assert_eq!(evidence_text(&json!("service unavailable\n")), "service unavailable");
+        assert_eq!(
+            evidence_text(&json!("service unavailable\n")),
+            "service unavailable"
+        );
         assert_eq!(
             evidence_text(&json!(["a\n", {"b": "c \n"}])),
             r#"["a",{"b":"c"}]"#

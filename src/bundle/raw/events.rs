@@ -16,7 +16,9 @@ use crate::bundle::observations::Event;
 use crate::bundle::probes::{ClientTool, ProbeKind};
 use crate::bundle::{Probe, ProbeOrigin};
 
-use super::status_text::{GENERIC_MESSAGES, generic_reason, split_description, status_from_message};
+use super::status_text::{
+    GENERIC_MESSAGES, generic_reason, split_description, status_from_message,
+};
 
 /// Where a request error starts inside a longer message, besides client-go's generic messages.
 const ERROR_STARTS: &[&str] = &[
@@ -109,7 +111,10 @@ mod tests {
         ));
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].status, Some(404));
-        assert_eq!(p[0].description.as_deref(), Some("get crontabs.stable.example.com"));
+        assert_eq!(
+            p[0].description.as_deref(),
+            Some("get crontabs.stable.example.com")
+        );
         assert_eq!(p[0].attempts, 7);
         assert_eq!(p[0].origin.tool, ClientTool::Controller);
     }
@@ -122,7 +127,12 @@ mod tests {
         ));
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].status, Some(500));
-        assert!(p[0].error.as_deref().unwrap().contains("failed calling webhook \"policy.example.com\""));
+        assert!(
+            p[0].error
+                .as_deref()
+                .unwrap()
+                .contains("failed calling webhook \"policy.example.com\"")
+        );
     }
 
     #[test]
@@ -138,8 +148,17 @@ mod tests {
 
     #[test]
     fn events_that_are_not_request_errors_give_nothing() {
-        assert!(probes_from_event(&event("FailedScheduling", "0/3 nodes are available: 3 Insufficient cpu.")).is_empty());
-        let mut normal = event("FailedList", "the server could not find the requested resource");
+        assert!(
+            probes_from_event(&event(
+                "FailedScheduling",
+                "0/3 nodes are available: 3 Insufficient cpu."
+            ))
+            .is_empty()
+        );
+        let mut normal = event(
+            "FailedList",
+            "the server could not find the requested resource",
+        );
         normal.type_ = "Normal".into();
         assert!(probes_from_event(&normal).is_empty());
     }

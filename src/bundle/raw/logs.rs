@@ -10,9 +10,9 @@ use std::collections::HashMap;
 
 use crate::bundle::observations::Component;
 
+use super::finish::fold_hits;
 use super::log_lines::{LogFormat, parse_log_line};
 use super::log_patterns::match_message;
-use super::finish::fold_hits;
 use super::state::{FileCtx, FileError, Importer, LogHit, Yield, truncate};
 use super::timeline::{Clock, Stamp};
 use crate::bundle::{EvidenceBundle, LogFinding};

@@ -68,7 +68,8 @@ impl<'a> Pattern<'a> {
 /// Whether a verdict says what `class` expects: the class, and for a fault at warning or above.
 fn agrees(v: &Verdict, class: Class) -> bool {
     v.class == class
-        && (matches!(class, Class::Healthy | Class::Inconclusive) || v.severity >= Severity::Warning)
+        && (matches!(class, Class::Healthy | Class::Inconclusive)
+            || v.severity >= Severity::Warning)
 }
 
 fn got(v: &Verdict) -> String {
@@ -106,7 +107,11 @@ pub fn compare(expect: &Expect, d: &Diagnosis) -> Vec<Check> {
             });
         }
     }
-    let forbidden: Vec<Class> = expect.forbid.iter().filter_map(|c| Class::parse(c)).collect();
+    let forbidden: Vec<Class> = expect
+        .forbid
+        .iter()
+        .filter_map(|c| Class::parse(c))
+        .collect();
     for v in &d.verdicts {
         if patterns.iter().any(|(p, _, _)| p.matches(v)) {
             continue;
@@ -188,7 +193,10 @@ mod tests {
             Class::Aggregation,
             Severity::Critical,
         )]);
-        let checks = compare(&expect(&[("APIService/v1.a.example.com", "Aggregation")], &[]), &d);
+        let checks = compare(
+            &expect(&[("APIService/v1.a.example.com", "Aggregation")], &[]),
+            &d,
+        );
         assert_eq!(checks.len(), 1);
         assert!(checks[0].ok, "{checks:?}");
         let m = failures(&expect(&[("APIService/v1.a.example.com", "Auth")], &[]), &d);
@@ -218,14 +226,27 @@ mod tests {
         );
         assert_eq!(m.len(), 2, "{m:?}");
         assert_eq!(m[0].got, "Storage (info)");
-        assert_eq!((m[1].subject.as_str(), m[1].got.as_str()), ("Etcd/etcd", "no verdict"));
+        assert_eq!(
+            (m[1].subject.as_str(), m[1].got.as_str()),
+            ("Etcd/etcd", "no verdict")
+        );
     }
 
     #[test]
     fn a_pattern_needs_one_match_and_every_match_must_agree() {
         let d = diagnosis(vec![
-            verdict(SubjectKind::Request, "GET /apis/x", Class::Auth, Severity::Critical),
-            verdict(SubjectKind::Request, "GET /api/v1", Class::Storage, Severity::Critical),
+            verdict(
+                SubjectKind::Request,
+                "GET /apis/x",
+                Class::Auth,
+                Severity::Critical,
+            ),
+            verdict(
+                SubjectKind::Request,
+                "GET /api/v1",
+                Class::Storage,
+                Severity::Critical,
+            ),
         ]);
         assert!(failures(&expect(&[("Request/GET /apis/*", "Auth")], &[]), &d).is_empty());
         let m = failures(&expect(&[("Request/*", "Auth")], &[]), &d);
@@ -238,9 +259,19 @@ mod tests {
     #[test]
     fn forbidden_classes_count_only_on_unlisted_subjects_at_warning_or_above() {
         let d = diagnosis(vec![
-            verdict(SubjectKind::ApiServer, "kube-apiserver", Class::Storage, Severity::Warning),
+            verdict(
+                SubjectKind::ApiServer,
+                "kube-apiserver",
+                Class::Storage,
+                Severity::Warning,
+            ),
             verdict(SubjectKind::Etcd, "etcd", Class::Storage, Severity::Info),
-            verdict(SubjectKind::PriorityLevel, "exempt", Class::Apf, Severity::Critical),
+            verdict(
+                SubjectKind::PriorityLevel,
+                "exempt",
+                Class::Apf,
+                Severity::Critical,
+            ),
         ]);
         let m = failures(
             &expect(&[("PriorityLevel/exempt", "APF")], &["Storage", "APF"]),

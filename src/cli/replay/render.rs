@@ -1,105 +1,115 @@
-//! The human output of `replay`: one block of table rows per scenario — pass or FAIL, each
-//! expected subject with the class expected and the verdict got; on failure the verdict's summary
-//! too — and a last line with the totals. `--verbose` lists every verdict of every scenario under
-//! the table. The JSON document is serialised in `run.rs`; this file only draws.
+//! The human output of `replay`: one table row per scenario — pass or FAIL, its name, its time,
+//! and what was checked: each expected subject with its class when it passed; on failure, each
+//! check that did not hold (which subject expected what, what it got, and the verdict's summary).
+//! A last line gives the totals. `--verbose` lists every verdict of every scenario under the table.
+//! The JSON document is serialised in `run.rs`; this file only draws.
 
 use std::io::Write;
 
-use comfy_table::{Attribute, Cell, Color, ContentArrangement, LineStyle, Table, TableStyle};
+use comfy_table::{
+    Attribute, Cell, Color, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle,
+};
 
+use super::expect::Check;
 use super::run::{ReplayReport, ScenarioOutcome};
 
 /// The same look as the verdict table: a rule under the header, no vertical lines.
 const TABLE_STYLE: TableStyle =
     TableStyle::new().header_separator(LineStyle::none().fill('─').junction('─'));
 
-/// Width the table wraps summaries to.
-const WIDTH: u16 = 120;
+/// Width when stdout is not a terminal (logs of CI jobs are wide).
+pub const DEFAULT_WIDTH: u16 = 120;
 
-fn cell(text: impl Into<String>, color: Option<Color>, on: bool) -> Cell {
+/// How to draw.
+#[derive(Debug, Clone, Copy)]
+pub struct Look {
+    /// ANSI colour.
+    pub color: bool,
+    /// Line width.
+    pub width: u16,
+    /// Every verdict under the table.
+    pub verbose: bool,
+}
+
+fn painted(text: impl Into<String>, color: Color, on: bool) -> Cell {
     let c = Cell::new(text.into());
-    match color {
-        Some(col) if on => c.fg(col).add_attribute(Attribute::Bold),
-        _ => c,
+    if on {
+        c.fg(color).add_attribute(Attribute::Bold)
+    } else {
+        c
     }
 }
 
-fn rows(o: &ScenarioOutcome, color: bool, table: &mut Table) {
-    let (word, col) = if o.passed {
-        ("pass", Color::Green)
+fn failed_line(c: &Check) -> String {
+    let mut line = format!("{}: expected {}, got {}", c.subject, c.expected, c.got);
+    let summary = c.summary.trim();
+    if !summary.is_empty() {
+        line.push_str(" — ");
+        line.push_str(summary);
+    }
+    line
+}
+
+fn row(o: &ScenarioOutcome, look: Look) -> Vec<Cell> {
+    let result = if o.passed {
+        painted("pass", Color::Green, look.color)
     } else {
-        ("FAIL", Color::Red)
+        painted("FAIL", Color::Red, look.color)
     };
-    let mut first = vec![
-        cell(word, Some(col), color),
+    let checks = if let Some(e) = &o.error {
+        format!("could not run: {}", e.trim())
+    } else if o.passed {
+        let lines: Vec<String> = o
+            .checks
+            .iter()
+            .map(|c| format!("{}: {}", c.subject, c.expected))
+            .collect();
+        if lines.is_empty() {
+            "(nothing expected)".into()
+        } else {
+            lines.join("\n")
+        }
+    } else {
+        o.checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(failed_line)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    vec![
+        result,
         Cell::new(&o.scenario),
         Cell::new(format!("{:.1}s", o.seconds)),
-    ];
-    if let Some(e) = &o.error {
-        first.extend([
-            Cell::new("(could not run)"),
-            Cell::new(""),
-            cell(e.trim(), Some(Color::Red), color),
-        ]);
-        table.add_row(first);
-        return;
-    }
-    // Failures first: they are what the reader came for.
-    let mut checks: Vec<_> = o.checks.iter().collect();
-    checks.sort_by_key(|c| c.ok);
-    if checks.is_empty() {
-        first.extend([
-            Cell::new("(nothing expected)"),
-            Cell::new(""),
-            Cell::new(""),
-        ]);
-        table.add_row(first);
-        return;
-    }
-    for (i, c) in checks.iter().enumerate() {
-        let got = if c.ok || c.summary.is_empty() {
-            c.got.clone()
-        } else {
-            format!("{}: {}", c.got, c.summary.trim())
-        };
-        let mut row = if i == 0 {
-            std::mem::take(&mut first)
-        } else {
-            vec![Cell::new(""), Cell::new(""), Cell::new("")]
-        };
-        row.extend([
-            Cell::new(&c.subject),
-            Cell::new(&c.expected),
-            cell(got, (!c.ok).then_some(Color::Red), color),
-        ]);
-        table.add_row(row);
-    }
+        Cell::new(checks),
+    ]
 }
 
-/// Draw the table (and with `verbose` every verdict) into `out`.
+/// Draw the table (and with `look.verbose` every verdict) into `out`.
 ///
 /// # Errors
 /// The writer's I/O errors.
-pub fn table(
-    report: &ReplayReport,
-    color: bool,
-    verbose: bool,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
+pub fn table(report: &ReplayReport, look: Look, out: &mut dyn Write) -> std::io::Result<()> {
     let mut t = Table::new();
     t.force_no_tty()
         .load_style(TABLE_STYLE)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(WIDTH);
-    if color {
+        .set_width(look.width);
+    if look.color {
         t.enforce_styling().style_text_only();
     }
-    t.set_header(["RESULT", "SCENARIO", "TIME", "SUBJECT", "EXPECTED", "GOT"]);
+    t.set_header(["RESULT", "SCENARIO", "TIME", "EXPECTED (GOT, ON FAILURE)"]);
     for o in &report.scenarios {
-        rows(o, color, &mut t);
+        t.add_row(row(o, look));
+    }
+    // Names are never wrapped: a wrapped name cannot be searched for or copied.
+    for i in 0..3 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_constraint(ColumnConstraint::ContentWidth);
+        }
     }
     writeln!(out, "{t}")?;
-    if verbose {
+    if look.verbose {
         for o in &report.scenarios {
             writeln!(out)?;
             writeln!(out, "{} ({}):", o.scenario, o.file)?;

@@ -201,12 +201,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             std::io::Write::write_all(&mut out, b"\n")?;
         }
         ReplayFormat::Table => {
-            let color = args.color.resolve(
-                std::io::IsTerminal::is_terminal(&std::io::stdout()),
-                std::env::var_os("NO_COLOR").as_deref(),
-                std::env::var_os("TERM").as_deref(),
-            );
-            render::table(&report, color, args.verbose, &mut out)?;
+            let opts = crate::report::RenderOptions::for_stdout(args.color, false);
+            let look = render::Look {
+                color: opts.color,
+                width: opts.width.unwrap_or(render::DEFAULT_WIDTH),
+                verbose: args.verbose,
+            };
+            render::table(&report, look, &mut out)?;
         }
     }
     std::io::Write::flush(&mut out)?;

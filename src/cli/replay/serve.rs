@@ -27,6 +27,9 @@ pub struct ServeArgs {
     /// Authenticate with the admin's client certificate instead of a bearer token.
     #[arg(long)]
     client_cert: bool,
+    /// Do not run the scenario's `traffic:` (its own clients): only your clients reach it.
+    #[arg(long)]
+    idle: bool,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
@@ -39,7 +42,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         .build()?;
     runtime.block_on(async move {
         let started = std::time::Instant::now();
-        let server = RefServer::start(scenario, StartOptions { port: args.port }).await?;
+        let server = RefServer::start(
+            scenario,
+            StartOptions {
+                port: args.port,
+                idle: args.idle,
+            },
+        )
+        .await?;
         let auth = if args.client_cert {
             ClientAuth::Cert
         } else {

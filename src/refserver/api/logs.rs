@@ -26,7 +26,9 @@ fn backend_of(state: &State, ip: &str) -> Option<String> {
         .scenario
         .network
         .iter()
-        .find(|(addr, _)| addr.as_str() == ip || addr.rsplit_once(':').is_some_and(|(h, _)| h == ip))
+        .find(|(addr, _)| {
+            addr.as_str() == ip || addr.rsplit_once(':').is_some_and(|(h, _)| h == ip)
+        })
         .map(|(_, backend)| backend.clone())
 }
 

@@ -77,8 +77,16 @@ mod tests {
     #[test]
     fn lines_are_klog_and_the_tail_keeps_the_newest() {
         let log = ContainerLog::default();
-        log.write(Level::Info, "secure_serving.go:213", "Serving securely on [::]:443");
-        log.write(Level::Error, "webhook.go:224", "Failed to make webhook authorizer request: x");
+        log.write(
+            Level::Info,
+            "secure_serving.go:213",
+            "Serving securely on [::]:443",
+        );
+        log.write(
+            Level::Error,
+            "webhook.go:224",
+            "Failed to make webhook authorizer request: x",
+        );
         let all = log.text(None, None);
         let lines: Vec<&str> = all.lines().collect();
         assert_eq!(lines.len(), 2);
@@ -89,10 +97,14 @@ mod tests {
             lines[1]
         );
         // The header parses as klog's: `Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg`.
-        let re = regex::Regex::new(r"^[IE]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +1 [a-z_.]+:\d+\] ").unwrap();
+        let re =
+            regex::Regex::new(r"^[IE]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +1 [a-z_.]+:\d+\] ").unwrap();
         assert!(lines.iter().all(|l| re.is_match(l)), "{all}");
         assert_eq!(log.text(Some(1), None).lines().count(), 1);
         assert!(log.text(None, Some(lines[1].len() + 1)).starts_with('E'));
-        assert!(log.text(None, Some(lines[1].len())).is_empty(), "no partial line");
+        assert!(
+            log.text(None, Some(lines[1].len())).is_empty(),
+            "no partial line"
+        );
     }
 }

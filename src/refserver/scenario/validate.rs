@@ -246,13 +246,18 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
         if !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&t.method.as_str()) {
             return Err(err(
                 &t.method,
-                format!("traffic[{i}]: method {:?} is not GET, POST, PUT, PATCH or DELETE", t.method),
+                format!(
+                    "traffic[{i}]: method {:?} is not GET, POST, PUT, PATCH or DELETE",
+                    t.method
+                ),
             ));
         }
         if !t.path.starts_with('/') || t.count == 0 || t.concurrency == 0 {
             return Err(err(
                 &at,
-                format!("traffic[{i}]: needs a path starting with / and count, concurrency of at least 1"),
+                format!(
+                    "traffic[{i}]: needs a path starting with / and count, concurrency of at least 1"
+                ),
             ));
         }
     }

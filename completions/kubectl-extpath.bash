@@ -601,7 +601,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__replay)
-            opts="-j -o -h --all --dir --window --jobs --output --color --verbose --set --rules --help serve help"
+            opts="-j -o -h --all --dir --window --warmup --jobs --output --color --verbose --set --rules --help serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -612,6 +612,10 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --warmup)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

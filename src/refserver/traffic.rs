@@ -4,9 +4,10 @@
 //! kubectl reads custom resources. Its counters move because of them, and a scan reads a fault in
 //! how they move: APF rejections, webhook rejections and latency, conversion failures, terminated
 //! watchers, a backend's 403s. An idle reference server would show none of that, so a scenario
-//! says what its clients do and this module does it: each entry runs in rounds (its `count`
-//! requests, `concurrency` at a time, each read to the end of its body — a watch until the server
-//! ends it), a round starting every `everyMs`, from right after start-up until shutdown.
+//! says what its clients do and this module does it: each entry sends a round of `count` requests
+//! every `everyMs` from right after start-up until shutdown, each read to the end of its body (a
+//! watch until the server ends it), with at most `concurrency` of the entry's requests in flight
+//! at once — a round waits for a free slot, not for the previous round to end.
 //!
 //! The requests enter [`handler::handle`] — the whole filter chain a network request gets after
 //! TLS: authentication (a user's token, or its client certificate as the peer chain), APF,
@@ -18,11 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
 use http::{HeaderValue, Request};
 use http_body_util::BodyExt;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use super::handler;
@@ -87,14 +87,28 @@ async fn run(state: &Arc<State>, spec: &TrafficSpec, cred: &Credential) {
         .body
         .as_ref()
         .map(|b| Bytes::from(serde_json::to_vec(b).unwrap_or_default()));
+    // At most `concurrency` requests of this entry in flight, across rounds: a round does not wait
+    // for slow requests of the previous one (clients keep coming while a webhook times out), but a
+    // watch — one permit — is re-opened only when the server has ended the previous one.
+    let permits = Arc::new(Semaphore::new(spec.concurrency.max(1) as usize));
+    // Dropped with this task at shutdown, which aborts the requests still in flight.
+    let mut in_flight = JoinSet::new();
     loop {
         let started = Instant::now();
-        futures::stream::iter(0..spec.count)
-            .map(|_| send(state, spec, cred, body.clone()))
-            .buffer_unordered(spec.concurrency.max(1) as usize)
-            .for_each(|()| async {})
-            .await;
+        for _ in 0..spec.count {
+            let Ok(permit) = permits.clone().acquire_owned().await else {
+                return;
+            };
+            let (state, spec, cred, body) =
+                (state.clone(), spec.clone(), cred.clone(), body.clone());
+            in_flight.spawn(async move {
+                send(&state, &spec, &cred, body).await;
+                drop(permit);
+            });
+        }
+        while in_flight.try_join_next().is_some() {}
         if spec.every_ms == 0 {
+            while in_flight.join_next().await.is_some() {}
             return;
         }
         tokio::time::sleep_until(started + Duration::from_millis(spec.every_ms)).await;

@@ -2,7 +2,8 @@
 //! `expect:` blocks.
 //!
 //! For each scenario: start the reference server in this process (its backends, faults and
-//! traffic), collect from it through its real TLS listener like `scan` does ([`collect_beside`]),
+//! traffic), let it run for `--warmup` (the incident is under way when someone looks), collect
+//! from it through its real TLS listener like `scan` does ([`collect_beside`]),
 //! classify with the bundled rules (plus `--rules DIR`, `--set`), and compare ([`super::expect`]).
 //! Scenarios run a few at a time (`--jobs`), each on its own server with its own ports. The
 //! result is a pass/fail table (or `-o json`) and exit 1 on any mismatch (DESIGN §4).
@@ -52,6 +53,10 @@ pub struct RunArgs {
     /// Metrics window of each scan: the time between its two /metrics scrapes.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     window: Duration,
+    /// How long each server runs before the scan starts: its `traffic:` clients have been at work
+    /// for that long, as on a cluster where the incident is under way when someone looks.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    warmup: Duration,
     /// Scenarios run at the same time.
     #[arg(short = 'j', long, value_name = "N", default_value_t = 4)]
     jobs: usize,
@@ -128,6 +133,7 @@ struct Runner {
     rules: RuleSet,
     settings: Settings,
     window: Duration,
+    warmup: Duration,
 }
 
 fn input_error(message: String) -> anyhow::Error {
@@ -173,6 +179,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         rules,
         settings,
         window: args.window,
+        warmup: args.warmup,
     };
     let started = Instant::now();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -237,6 +244,7 @@ impl Runner {
     /// Start the scenario's server, scan it as `scan` would, and classify what was collected.
     async fn diagnose(&self, scenario: Scenario) -> anyhow::Result<Diagnosis> {
         let server = RefServer::start(scenario, StartOptions::default()).await?;
+        tokio::time::sleep(self.warmup).await;
         // Every source the reference server offers: an operator with full access would use them.
         let mut opts = CollectOptions {
             window: self.window,

@@ -481,11 +481,12 @@ pub struct TrafficSpec {
     /// Requests per round (default 1).
     #[serde(default = "one_u32")]
     pub count: u32,
-    /// Requests of a round in flight at once (default 1).
+    /// This entry's requests in flight at once, across rounds (default 1): a request waits for a
+    /// free slot, so a watch (one slot) is re-opened only when the previous one has ended.
     #[serde(default = "one_u32")]
     pub concurrency: u32,
-    /// A round starts this long after the previous one started (or when it ends, if later), ms;
-    /// 0 = one round only, right after start-up. Default 500.
+    /// A round starts this long after the previous one started (once its requests have slots),
+    /// ms; 0 = one round only, right after start-up. Default 500.
     #[serde(default = "d500")]
     pub every_ms: u64,
 }

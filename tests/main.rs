@@ -19,6 +19,7 @@ mod raw_import;
 mod raw_import_errors;
 mod raw_import_kinds;
 mod refserver;
+mod refserver_traffic;
 mod replay;
 mod report;
 mod report_cases;

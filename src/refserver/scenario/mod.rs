@@ -2,14 +2,17 @@
 //!
 //! A scenario describes a world for the reference server: Kubernetes objects to start with, users,
 //! backends to spawn (extension API servers and webhooks, with certificate specs and behaviours), a
-//! map of endpoint addresses to those backends, faults, and an `expect:` block with the verdict
-//! class per subject. The server never reads `expect:`; it is data for `replay`, which compares
-//! extpath's verdicts with it.
+//! map of endpoint addresses to those backends, faults, the clients that use it (`traffic:`), and
+//! an `expect:` block with the verdict class per subject and the
+//! classes no verdict may blame. The server never reads `expect:`; it is data for `replay`, which
+//! compares extpath's verdicts with it.
 //!
 //! Loading is two-phase, like bundles: [`load`] parses with serde-saphyr rejecting unknown fields,
 //! then [`validate`](validate::validate) checks what the types cannot (references to CAs and
 //! backends, classes, kinds). Every error is one line with the file and line.
 
+mod expect;
+mod traffic;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -18,6 +21,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use expect::{CLASSES, Expect, SUBJECT_KINDS};
+pub use traffic::TrafficSpec;
 pub use validate::ScenarioError;
 
 /// `apiVersion` of scenario files.
@@ -72,20 +77,6 @@ pub struct Scenario {
     /// What `replay` expects extpath to say (data the server never reads).
     #[serde(default)]
     pub expect: Expect,
-}
-
-/// The verdicts `replay` expects. The server never reads this.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Expect {
-    /// Verdict class per subject: `Kind/name` (`APIService/v1alpha1.wardle.example.com`), or
-    /// `Kind/prefix*` for every subject of that kind whose name starts with the prefix.
-    #[serde(default)]
-    pub subjects: BTreeMap<String, String>,
-    /// Classes no other verdict may carry at warning or above: the misattributions the scenario's
-    /// fault must not be mistaken for.
-    #[serde(default)]
-    pub forbid: Vec<String>,
 }
 
 fn d60() -> u64 {
@@ -446,76 +437,6 @@ pub struct EtcdSpec {
     #[serde(default)]
     pub quota_backend_bytes: Option<f64>,
 }
-
-fn admin() -> String {
-    "admin".into()
-}
-fn get() -> String {
-    "GET".into()
-}
-fn one_u32() -> u32 {
-    1
-}
-fn d500() -> u64 {
-    500
-}
-
-/// A client the server runs against itself, through its whole request path (authentication, APF,
-/// authorization, the aggregator, admission, storage), so that counters move as they do on a
-/// cluster with real clients. It starts right after start-up and repeats every `everyMs`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TrafficSpec {
-    /// Who sends it: `admin` (default) or a scenario user with a token or a client certificate.
-    #[serde(default = "admin")]
-    pub user: String,
-    /// HTTP method (default `GET`).
-    #[serde(default = "get")]
-    pub method: String,
-    /// Path and query (`/api/v1/namespaces/x/configmaps?dryRun=All`); a `?watch=true` GET is a
-    /// watch, read until the server ends it.
-    pub path: String,
-    /// The request body (an object, sent as JSON).
-    #[serde(default)]
-    pub body: Option<Value>,
-    /// Requests per round (default 1).
-    #[serde(default = "one_u32")]
-    pub count: u32,
-    /// This entry's requests in flight at once, across rounds (default 1): a request waits for a
-    /// free slot, so a watch (one slot) is re-opened only when the previous one has ended.
-    #[serde(default = "one_u32")]
-    pub concurrency: u32,
-    /// A round starts this long after the previous one started (once its requests have slots),
-    /// ms; 0 = one round only, right after start-up. Default 500.
-    #[serde(default = "d500")]
-    pub every_ms: u64,
-}
-
-/// The classes a scenario may expect (DESIGN §1).
-pub const CLASSES: &[&str] = &[
-    "Aggregation",
-    "Admission",
-    "Auth",
-    "APF",
-    "Storage",
-    "Watch",
-    "OutOfScope",
-    "Healthy",
-    "Inconclusive",
-];
-
-/// The subject kinds extpath gives verdicts on (the names `expect.subjects` keys start with).
-pub const SUBJECT_KINDS: &[&str] = &[
-    "APIService",
-    "ValidatingWebhook",
-    "MutatingWebhook",
-    "CustomResourceDefinition",
-    "FlowSchema",
-    "PriorityLevel",
-    "APIServer",
-    "Etcd",
-    "Request",
-];
 
 /// Load and validate a scenario file.
 ///

@@ -5,6 +5,7 @@ mod util;
 
 mod bundle_load;
 mod collect;
+mod collect_logs_events;
 mod completions;
 mod daemons;
 mod docs;

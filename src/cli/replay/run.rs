@@ -108,6 +108,8 @@ pub struct VerdictLine {
     pub severity: String,
     /// The verdict's summary.
     pub summary: String,
+    /// The rules that decided it.
+    pub rules: Vec<String>,
 }
 
 /// The `-o json` document.
@@ -278,6 +280,7 @@ fn verdict_lines(d: &Diagnosis) -> Vec<VerdictLine> {
             class: v.class.to_string(),
             severity: v.severity.to_string(),
             summary: v.summary.clone(),
+            rules: v.rules.iter().map(|r| r.id.clone()).collect(),
         })
         .collect()
 }

@@ -303,9 +303,9 @@ pub enum Authorize {
     #[default]
     All,
     /// Only `system:masters` (a broken SubjectAccessReview path: the delegating authorizer still
-    /// allows masters without asking).
+    /// allows masters without asking; everyone else gets the 500 a failed review gives).
     Masters,
-    /// Nobody.
+    /// Nobody (403).
     None,
 }
 

@@ -32,7 +32,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "ana
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "rules" -d 'List, lint and test rules'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "replay" -d 'Run scenarios on the bundled reference server end to end (`replay --all`), or serve one (`replay serve SCENARIO`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
@@ -196,7 +196,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; an
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "rules" -d 'List, lint and test rules'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server (`replay serve SCENARIO`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server end to end (`replay --all`), or serve one (`replay serve SCENARIO`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'

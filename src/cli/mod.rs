@@ -69,7 +69,8 @@ enum Command {
     Rules(rules::RulesArgs),
     /// Collect an evidence bundle from the live cluster (read-only) and print it.
     Collect(Box<collect::CollectArgs>),
-    /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
+    /// Run scenarios on the bundled reference server end to end (`replay --all`), or serve one
+    /// (`replay serve SCENARIO`).
     Replay(replay::ReplayArgs),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
     Completions(completions::CompletionsArgs),

@@ -5,6 +5,7 @@ mod util;
 
 mod bundle_load;
 mod collect;
+mod collect_logs_events;
 mod completions;
 mod daemons;
 mod docs;
@@ -19,6 +20,8 @@ mod raw_import;
 mod raw_import_errors;
 mod raw_import_kinds;
 mod refserver;
+mod refserver_traffic;
+mod replay;
 mod replay_recorded;
 mod replay_recorded_cli;
 mod report;

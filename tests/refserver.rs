@@ -19,14 +19,21 @@ fn scenario_path(name: &str) -> PathBuf {
         .join(format!("{name}.yaml"))
 }
 
-async fn start(name: &str) -> RunningServer {
+/// The tests here are the only clients: the scenario's own `traffic:` would move the counters
+/// they check exactly (`traffic_runs_through_the_whole_request_path` starts it on purpose).
+pub(crate) const IDLE: StartOptions = StartOptions {
+    port: 0,
+    idle: true,
+};
+
+pub(crate) async fn start(name: &str) -> RunningServer {
     let s = scenario::load(&scenario_path(name)).unwrap();
-    RefServer::start(s, StartOptions::default()).await.unwrap()
+    RefServer::start(s, IDLE).await.unwrap()
 }
 
 async fn start_text(text: &str) -> RunningServer {
     let s = scenario::load_str(text, "inline.yaml").unwrap();
-    RefServer::start(s, StartOptions::default()).await.unwrap()
+    RefServer::start(s, IDLE).await.unwrap()
 }
 
 /// The real kubectl, or None (skipped visibly) — but a failure when CI is set.
@@ -72,7 +79,7 @@ fn kubectl(k: &Kube, args: &[&str]) -> (bool, String, String) {
     )
 }
 
-async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+pub(crate) async fn eventually<T>(what: &str, mut f: impl AsyncFnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(v) = f().await {
@@ -92,7 +99,7 @@ fn http_client(server: &RunningServer) -> reqwest::Client {
         .unwrap()
 }
 
-async fn get(
+pub(crate) async fn get(
     server: &RunningServer,
     token: &str,
     path: &str,
@@ -130,10 +137,14 @@ async fn every_scenario_loads_and_its_backends_start_within_a_second() {
     for entry in std::fs::read_dir(repo().join("fixtures/scenarios")).unwrap() {
         let path = entry.unwrap().path();
         let s = scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!s.expect.is_empty(), "{}: no expect block", path.display());
+        assert!(
+            !s.expect.subjects.is_empty(),
+            "{}: no expect block",
+            path.display()
+        );
         let backends: Vec<String> = s.backends.iter().map(|b| b.name.clone()).collect();
         let started = Instant::now();
-        let server = RefServer::start(s, StartOptions::default()).await.unwrap();
+        let server = RefServer::start(s, IDLE).await.unwrap();
         let took = started.elapsed();
         assert!(
             took < Duration::from_secs(1),
@@ -541,7 +552,7 @@ async fn kube_rs_lists_every_kind_in_process_and_over_tcp() {
 async fn an_apf_burst_gets_429_once_seats_and_queue_are_held() {
     let text = std::fs::read_to_string(scenario_path("apf-saturation"))
         .unwrap()
-        .replace("latencyMs: 500", "hold: true");
+        .replace("latencyMs: 200", "hold: true");
     let server = start_text(&text).await;
     let url = format!("{}/api/v1/namespaces/apf-load/configmaps", server.url());
     let client = http_client(&server);

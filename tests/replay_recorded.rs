@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use extpath::bundle::carried::{carried, merge};
 use extpath::bundle::metrics::{SeriesWindow, default_selection};
-use extpath::bundle::probes::{ClientTool, ProbeKind};
+use extpath::bundle::probes::ProbeKind;
 use extpath::bundle::{CertSource, Collection, EvidenceBundle, Probe, WebhookKind, load_bundle};
 use extpath::collect::refs::References;
 use extpath::collect::{CollectOptions, EtcdOptions};
@@ -230,6 +230,14 @@ fn normalise(b: &EvidenceBundle, recording: &EvidenceBundle) -> Value {
             if p.status.is_some_and(|s| (200..300).contains(&s)) {
                 p.body = None;
             }
+            // What remains of a 2xx discovery body; a recording made before probes kept it (or
+            // written by hand) has none, and the replay's answer names its group/version.
+            let recorded_gv = recording.probes.iter().any(|q| {
+                q.origin == p.origin && q.path == p.path && q.discovery_group_version.is_some()
+            });
+            if !recorded_gv {
+                p.discovery_group_version = None;
+            }
         }
     }
 
@@ -330,13 +338,7 @@ fn client_outcome_for<'r>(p: &Probe, recording: &'r EvidenceBundle) -> Option<&'
         })
     };
     // Closest to the wire first: curl, then a kubectl trace, then kubectl's own error line.
-    let rank = |q: &&Probe| match q.origin.tool {
-        ClientTool::Curl => 0,
-        ClientTool::Extpath => 1,
-        ClientTool::KubectlTrace => 2,
-        ClientTool::Other => 3,
-        ClientTool::Kubectl => 4,
-    };
+    let rank = |q: &&Probe| q.origin.tool.wire_rank();
     candidates()
         .filter(|q| q.path.as_deref() == Some(path))
         .min_by_key(rank)

@@ -10,10 +10,10 @@
 
 use std::time::{Duration, Instant};
 
-use extpath::refserver::{ClientAuth, RunningServer};
+use extpath::refserver::{ClientAuth, RefServer, RunningServer, scenario};
 use serde_json::Value;
 
-use crate::collect::{Files, Run, extpath_run, start, start_text};
+use crate::collect::{Files, Run, extpath_run, start};
 use crate::util::repo;
 
 /// Run `why ARGS…` against `server` as its admin (kubeconfig with the admin token).
@@ -299,8 +299,14 @@ async fn an_apf_rejection_of_the_flooding_user_is_apf() {
     // One seat and a queue of one: hold the seat and fill the queue, then ask why as the flooder.
     let text = std::fs::read_to_string(repo().join("fixtures/scenarios/apf-saturation.yaml"))
         .unwrap()
-        .replace("latencyMs: 500", "hold: true");
-    let server = start_text(&text).await;
+        .replace("latencyMs: 200", "hold: true");
+    assert!(
+        text.contains("hold: true"),
+        "the scenario's slow list moved: {text}"
+    );
+    // Idle: the scenario's own burst traffic would take the seat and the queue the test holds.
+    let s = scenario::load_str(&text, "apf-saturation.yaml").unwrap();
+    let server = RefServer::start(s, crate::refserver::IDLE).await.unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .tls_certs_only([reqwest::Certificate::from_pem(server.ca_pem().as_bytes()).unwrap()])

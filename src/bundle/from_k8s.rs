@@ -492,8 +492,13 @@ pub fn add_crd(
 
 /// A core/v1 Event.
 pub fn add_event(bundle: &mut EvidenceBundle, obj: &core::Event) {
+    bundle.events.push(event(obj));
+}
+
+/// An Event in the bundle's shape.
+pub fn event(obj: &core::Event) -> Event {
     let inv = &obj.involved_object;
-    bundle.events.push(Event {
+    Event {
         involved: ObjectRef {
             kind: inv.kind.clone().unwrap_or_default(),
             name: inv.name.clone().unwrap_or_default(),
@@ -513,7 +518,7 @@ pub fn add_event(bundle: &mut EvidenceBundle, obj: &core::Event) {
             .as_ref()
             .map(|t| t.0)
             .or_else(|| obj.event_time.as_ref().map(|t| t.0)),
-    });
+    }
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {

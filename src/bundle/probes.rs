@@ -120,8 +120,29 @@ pub enum ClientTool {
     KubectlTrace,
     /// curl (`-i` headers, `-w` status lines, body).
     Curl,
+    /// A controller, as the Warning Event it recorded reports the failed request (`Error creating:
+    /// Internal error occurred: failed calling webhook …` of a ReplicaSet).
+    Controller,
     /// Some other client.
     Other,
+}
+
+impl ClientTool {
+    /// How close this client's record of a response is to what was on the wire (lower is closer):
+    /// curl shows the bytes; a kubectl trace the status and, from `-v8`, the body; kubectl's own
+    /// error line is a Status it made up from the response (`the server is currently unable to
+    /// handle the request` for a plain-text 503); a controller's Event summarises it further.
+    #[must_use]
+    pub fn wire_rank(self) -> u8 {
+        match self {
+            ClientTool::Curl => 0,
+            ClientTool::Extpath => 1,
+            ClientTool::KubectlTrace => 2,
+            ClientTool::Other => 3,
+            ClientTool::Kubectl => 4,
+            ClientTool::Controller => 5,
+        }
+    }
 }
 
 /// Where an observation came from.
@@ -371,6 +392,11 @@ pub struct Probe {
     /// When the request was made, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<jiff::Timestamp>,
+    /// For a discovery request that succeeded: the `groupVersion` the returned document names
+    /// (empty when it names none, e.g. a body that is not an APIResourceList). A 2xx body is not
+    /// kept, so this is what remains of it to tell a backend that serves another group/version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery_group_version: Option<String>,
 }
 
 fn one() -> u32 {
@@ -405,6 +431,7 @@ impl Probe {
             target: None,
             watch: None,
             at: None,
+            discovery_group_version: None,
         }
     }
 

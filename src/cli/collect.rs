@@ -35,6 +35,10 @@ pub struct CollectFlags {
     /// ConfigMap creation.
     #[arg(long)]
     pub probe_admission: bool,
+    /// Read the last lines of the logs of the Pods behind APIServices and webhooks and keep the
+    /// known error lines (needs `get` on pods/log, which deploy/rbac.yaml does not grant).
+    #[arg(long)]
+    pub pod_logs: bool,
     /// Do not list one resource of each aggregated group/version after its discovery answers
     /// (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists).
     #[arg(long)]
@@ -168,6 +172,7 @@ impl CollectFlags {
                 .cloned()
                 .collect::<BTreeMap<_, _>>(),
             probe_admission: self.probe_admission,
+            pod_logs: self.pod_logs,
             list_probe: !self.skip_list_probe,
             namespace: namespace.to_string(),
             etcd: self.etcd_metrics_url.as_ref().map(|url| EtcdOptions {

@@ -73,7 +73,8 @@ enum Command {
     /// Reproduce one request, trace its path rung by rung, and classify it (writes only as a
     /// server-side dry run: --dry-run -f FILE).
     Why(Box<why::WhyArgs>),
-    /// Run scenarios on the bundled reference server (`replay serve SCENARIO`).
+    /// Run scenarios on the bundled reference server end to end (`replay --all`), or serve one
+    /// (`replay serve SCENARIO`, `replay serve --bundle FILE`).
     Replay(replay::ReplayArgs),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
     Completions(completions::CompletionsArgs),

@@ -152,6 +152,17 @@ fn lint(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
     for f in &checked_files {
         problems.extend(test_problems(f));
     }
+    // An Inconclusive verdict names what was missing: a `needs` without words would show CEL.
+    for r in set
+        .rules
+        .iter()
+        .filter(|r| r.needs.is_some() && r.needs_what.is_none())
+    {
+        problems.push(format!(
+            "{}: needs has no `what:` — write `needs: {{when: EXPR, what: \"…\"}}` so an Inconclusive verdict says what is missing in words",
+            r.file
+        ));
+    }
     let mut err = std::io::stderr().lock();
     for e in load_errors.iter().chain(&problems) {
         writeln!(err, "{e}")?;

@@ -23,11 +23,14 @@ pub struct ScanArgs {
     #[arg(long = "save-bundle", value_name = "FILE")]
     pub save_bundle: Option<PathBuf>,
     /// Scan the embedded demo instead of a cluster: the bundled reference server running
-    /// fixtures/scenarios/demo.yaml (two broken aggregated APIs, one healthy webhook). Needs no
-    /// cluster and no kubeconfig.
+    /// fixtures/scenarios/demo.yaml (two broken aggregated APIs, a webhook timing out, a healthy
+    /// webhook) with its clients. Needs no cluster and no kubeconfig.
     #[arg(long)]
     pub demo: bool,
 }
+
+/// How long the demo server runs before the scan starts.
+const DEMO_WARMUP: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// The demo scenario, embedded so `scan --demo` works from any directory.
 const DEMO_SCENARIO: &str = include_str!("../../fixtures/scenarios/demo.yaml");
@@ -39,6 +42,9 @@ async fn collect_demo(
     let merges = flags.merges()?;
     let scenario = crate::refserver::scenario::load_str(DEMO_SCENARIO, "demo.yaml")?;
     let server = crate::refserver::RefServer::start(scenario, Default::default()).await?;
+    // The demo's clients run for a moment before the scan looks, as on a cluster in the middle of
+    // an incident (its slow webhook takes a second to time out for the first time).
+    tokio::time::sleep(DEMO_WARMUP).await;
     let bundle = super::beside::collect_beside(&server, flags.options(kube, "default")).await;
     server.shutdown().await;
     let mut bundle = bundle?;

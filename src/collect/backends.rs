@@ -1,5 +1,7 @@
 //! Stage-two and stage-three collectors: the Services, Endpoints, EndpointSlices, Events and Pods
-//! behind every referenced backend.
+//! behind every referenced backend, and the cluster's Warning Events that report a failed API
+//! request (a ReplicaSet blocked by a webhook, a controller whose CRD is gone): those are the
+//! controllers' own observations of the extension paths, added as observations of that request.
 //!
 //! Objects are fetched by name (GET) rather than listed cluster-wide: a large cluster has thousands of
 //! Services and only a handful matter. A 404 is evidence (the Service is missing) and is recorded as
@@ -13,7 +15,7 @@ use serde_json::Value;
 use super::fetch::urlencode;
 use super::objects::decode_items;
 use super::refs::References;
-use super::{Contribution, FetchError, Fetcher};
+use super::{FetchError, Fetcher};
 use crate::bundle::{EvidenceBundle, Gap, from_k8s};
 
 /// How many requests of one kind are in flight at once.
@@ -30,6 +32,8 @@ pub struct Backends {
     pub slices: Vec<discovery::EndpointSlice>,
     /// Events about the referenced objects.
     pub events: Vec<core::Event>,
+    /// Warning Events anywhere that report a failed API request.
+    pub request_failures: Vec<core::Event>,
     /// What could not be fetched.
     pub gaps: Vec<Gap>,
 }
@@ -48,6 +52,13 @@ impl Backends {
         }
         for e in &self.events {
             from_k8s::add_event(b, e);
+        }
+        for e in &self.request_failures {
+            let ev = from_k8s::event(e);
+            b.probes.extend(crate::bundle::raw::probes_from_event(&ev));
+            if !b.events.contains(&ev) {
+                b.events.push(ev);
+            }
         }
     }
 }
@@ -133,12 +144,13 @@ pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchErro
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    let aggregated = f
-        .list_all(&format!(
-            "/api/v1/events?fieldSelector={}",
-            urlencode("involvedObject.kind=APIService")
-        ))
-        .await;
+    let aggregated_path = format!(
+        "/api/v1/events?fieldSelector={}",
+        urlencode("involvedObject.kind=APIService")
+    );
+    let warnings_path = format!("/api/v1/events?fieldSelector={}", urlencode("type=Warning"));
+    let (aggregated, warnings) =
+        tokio::join!(f.list_all(&aggregated_path), f.list_all(&warnings_path));
     let mut events = events;
     events.sort_by(|a, b| a.0.cmp(&b.0));
     for (ns, r) in events {
@@ -162,6 +174,17 @@ pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchErro
             out.gaps.extend(gaps);
         }
         Err(e) => out.gaps.push(gap("objects/events/apiservices", &e)),
+    }
+    match warnings {
+        Ok(items) => {
+            let (ok, gaps) = decode_items::<core::Event>("objects/events", items);
+            out.request_failures = ok
+                .into_iter()
+                .filter(|e| !crate::bundle::raw::probes_from_event(&from_k8s::event(e)).is_empty())
+                .collect();
+            out.gaps.extend(gaps);
+        }
+        Err(e) => out.gaps.push(gap("objects/events/warnings", &e)),
     }
     Ok(out)
 }
@@ -193,11 +216,35 @@ fn gap(source: &str, e: &FetchError) -> Gap {
     Gap::new(source, e.gap_reason(), e.to_string())
 }
 
+/// The Pods behind the referenced Services (stage three).
+#[derive(Default)]
+pub struct PodsBehind {
+    /// `(namespace, service)` and the Pods its selector matches, in that order.
+    pub by_service: Vec<((String, String), Vec<core::Pod>)>,
+    /// What could not be listed.
+    pub gaps: Vec<Gap>,
+}
+
+impl PodsBehind {
+    /// Add the Pods (each once) and the gaps to the bundle.
+    pub fn apply(self, b: &mut EvidenceBundle) {
+        let mut seen = std::collections::BTreeSet::new();
+        for ((ns, _), pods) in &self.by_service {
+            for p in pods {
+                if seen.insert((ns.clone(), p.metadata.name.clone().unwrap_or_default())) {
+                    from_k8s::add_pod(b, p);
+                }
+            }
+        }
+        b.gaps.extend(self.gaps);
+    }
+}
+
 /// Stage three: the Pods selected by each Service found in stage two.
 ///
 /// # Errors
-/// Never as a whole; per-Service failures become gaps in the contribution.
-pub async fn fetch_pods(f: &Fetcher, backends: &Backends) -> Result<Contribution, FetchError> {
+/// Never as a whole; per-Service failures become gaps in the result.
+pub async fn fetch_pods(f: &Fetcher, backends: &Backends) -> Result<PodsBehind, FetchError> {
     let selectors: Vec<(String, String, String)> = backends
         .services
         .iter()
@@ -231,32 +278,20 @@ pub async fn fetch_pods(f: &Fetcher, backends: &Backends) -> Result<Contribution
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    let mut pods = Vec::new();
-    let mut gaps = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
+    let mut out = PodsBehind::default();
     let mut results = results;
     results.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     for (ns, name, r) in results {
         match r {
             Ok(items) => {
                 let (ok, g) = decode_items::<core::Pod>("objects/pods", items);
-                for p in ok {
-                    let key = (ns.clone(), p.metadata.name.clone().unwrap_or_default());
-                    if seen.insert(key) {
-                        pods.push(p);
-                    }
-                }
-                gaps.extend(g);
+                out.by_service.push(((ns, name), ok));
+                out.gaps.extend(g);
             }
-            Err(e) => gaps.push(gap(&format!("objects/pods/{ns}/{name}"), &e)),
+            Err(e) => out.gaps.push(gap(&format!("objects/pods/{ns}/{name}"), &e)),
         }
     }
-    Ok(Box::new(move |b: &mut EvidenceBundle| {
-        for p in &pods {
-            from_k8s::add_pod(b, p);
-        }
-        b.gaps.extend(gaps);
-    }))
+    Ok(out)
 }
 
 #[cfg(test)]

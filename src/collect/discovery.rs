@@ -64,6 +64,14 @@ pub fn discovery_path(group: &str, version: &str) -> String {
     }
 }
 
+/// The `groupVersion` a discovery document names, or "" when it is not JSON or names none.
+pub fn document_group_version(body: &[u8]) -> String {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("groupVersion")?.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 /// The first resource of an APIResourceList that can be listed (not a subresource).
 pub fn listable_resource(doc: &Value) -> Option<String> {
     doc.get("resources")?
@@ -102,13 +110,13 @@ pub async fn probe_all(
                     Ok(r) => r,
                     Err(_) => Err(FetchError::Timeout(f.request_timeout())),
                 };
-            let mut probes = vec![probe_from(
-                "GET",
-                &path,
-                Rung::Discovery,
-                owner.clone(),
-                &res,
-            )];
+            let mut discovery = probe_from("GET", &path, Rung::Discovery, owner.clone(), &res);
+            if let Ok(r) = &res
+                && (200..300).contains(&r.status)
+            {
+                discovery.discovery_group_version = Some(document_group_version(&r.body));
+            }
+            let mut probes = vec![discovery];
             if let Ok(r) = &res
                 && list_probe
                 && (200..300).contains(&r.status)
@@ -277,6 +285,10 @@ mod tests {
         ]});
         assert_eq!(listable_resource(&doc).as_deref(), Some("flunders"));
         assert_eq!(discovery_path("", "v1"), "/api/v1");
+        let gv = br#"{"kind":"APIResourceList","groupVersion":"a.io/v1","resources":[]}"#;
+        assert_eq!(document_group_version(gv), "a.io/v1");
+        assert_eq!(document_group_version(b"{\"kind\":\"Status\"}"), "");
+        assert_eq!(document_group_version(b"service unavailable"), "");
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub mod etcd;
 pub mod fetch;
 pub mod flowcontrol;
 pub mod health;
+pub mod logs;
 pub mod metrics;
 pub mod objects;
 pub mod prometheus;
@@ -70,6 +71,8 @@ pub struct CollectOptions {
     pub backend_addresses: BTreeMap<String, String>,
     /// `--probe-admission`: send server-side dry-run creates through matching webhooks.
     pub probe_admission: bool,
+    /// `--pod-logs`: read the known error lines of the logs of the Pods behind the extension paths.
+    pub pod_logs: bool,
     /// After a discovery probe answers, list one resource of the group/version (off with
     /// `--skip-list-probe`: the least-privilege ClusterRole does not grant lists of aggregated
     /// resources).
@@ -91,6 +94,7 @@ impl Default for CollectOptions {
             window: Duration::from_secs(10),
             backend_addresses: BTreeMap::new(),
             probe_admission: false,
+            pod_logs: false,
             list_probe: true,
             namespace: "default".into(),
             etcd: None,
@@ -393,19 +397,37 @@ async fn later_stages(
         }
     };
 
-    // Stage three: pods behind the Services, and TLS handshakes with the backends.
-    let pods = bounded(deadline, backends::fetch_pods(fetcher, &backends));
+    // Stage three: pods behind the Services (then, with --pod-logs, their logs), and TLS
+    // handshakes with the backends.
+    let pods_and_logs = async {
+        let pods = bounded(deadline, backends::fetch_pods(fetcher, &backends)).await;
+        let logs = match &pods {
+            Ok(p) if opts.pod_logs => {
+                logs::fetch(fetcher, bundle, references, &p.by_service, deadline).await
+            }
+            _ => (Vec::new(), Vec::new()),
+        };
+        (pods, logs)
+    };
     let targets = certificates::targets(bundle, &backends, &opts.backend_addresses);
     let handshakes = certificates::capture_all(targets, opts.request_timeout, deadline);
-    let (pods, (certs, cert_gaps)) = tokio::join!(pods, handshakes);
+    let ((pods, (log_findings, log_gaps)), (certs, cert_gaps)) =
+        tokio::join!(pods_and_logs, handshakes);
     progress.step("pods and TLS handshakes");
     out.gaps.extend(backends.gaps.clone());
     out.contributions
         .push(Box::new(move |b: &mut EvidenceBundle| backends.apply(b)));
     match pods {
-        Ok(apply) => out.contributions.push(apply),
+        Ok(p) => out
+            .contributions
+            .push(Box::new(move |b: &mut EvidenceBundle| p.apply(b))),
         Err(e) => out.gaps.push(gap_for("objects/pods", &e)),
     }
+    out.gaps.extend(log_gaps);
+    out.contributions
+        .push(Box::new(move |b: &mut EvidenceBundle| {
+            b.log_findings.extend(log_findings)
+        }));
     out.contributions
         .push(Box::new(move |b: &mut EvidenceBundle| {
             b.certificates.extend(certs)

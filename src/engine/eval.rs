@@ -121,8 +121,9 @@ fn run_rule(
         match truthy(&n.program.execute(ctx)) {
             Some(true) => result.needs_met += 1,
             _ => {
-                if !result.needs_unmet.contains(&n.source) {
-                    result.needs_unmet.push(n.source.clone());
+                let what = rule.needs_what.as_ref().unwrap_or(&n.source);
+                if !result.needs_unmet.contains(what) {
+                    result.needs_unmet.push(what.clone());
                 }
             }
         }

@@ -331,11 +331,10 @@ impl Apf {
             });
         };
         if pl.pointer("/spec/type").and_then(Value::as_str) != Some("Limited") {
-            return Ok(Seat {
-                _permit: None,
-                release: None,
-                class,
-            });
+            // Exempt requests take no seat, but kube-apiserver still counts them as dispatched
+            // and executing (`flow_schema="exempt",priority_level="exempt"`): the APF families
+            // exist on every server that has any client at all.
+            return Ok(self.seat(metrics, class, None));
         }
         let limit = self.nominal_limit(store, &pl);
         metrics.set(&NOMINAL, &[&class.priority_level], limit as f64);

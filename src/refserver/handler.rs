@@ -136,6 +136,7 @@ pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> 
             method: req.method().to_string(),
             path: path_and_query.clone(),
             user: user.as_ref().map(|u| u.name.clone()).unwrap_or_default(),
+            traffic: req.extensions().get::<super::traffic::Traffic>().is_some(),
         });
     }
     let user = match user {

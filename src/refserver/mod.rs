@@ -37,6 +37,7 @@ pub mod storage;
 pub mod store;
 mod synthetic;
 pub mod tls;
+pub mod traffic;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -65,6 +66,9 @@ use tls::PeerChain;
 pub struct StartOptions {
     /// Port on 127.0.0.1 (0 = ephemeral).
     pub port: u16,
+    /// Do not start the scenario's `traffic:`: the server has only the clients the caller brings
+    /// (tests that count exact metrics, a quiet `replay serve --idle`).
+    pub idle: bool,
 }
 
 /// Entry point.
@@ -82,7 +86,12 @@ impl RefServer {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let backends = Backends::spawn(&scenario, &pki, &shutdown_rx).await?;
         let etcd_spec = scenario.faults.etcd.clone();
-        let state = Arc::new(State::new(scenario, pki.clone(), backends.ports()));
+        let state = Arc::new(State::new(
+            scenario,
+            pki.clone(),
+            backends.ports(),
+            backends.logs(),
+        ));
         controllers::load_initial(&state).map_err(|e| anyhow::anyhow!("loading objects: {e}"))?;
         let listener = TcpListener::bind(("127.0.0.1", options.port))
             .await
@@ -109,6 +118,10 @@ impl RefServer {
         // Like kube-aggregator right after start-up, every APIService gets its conditions before the
         // first client looks; otherwise a fast client would race the controller and see none.
         aggregator::available::sync_all(&state).await;
+        // The scenario's clients start once the server is as ready as a real one would be.
+        if !options.idle {
+            tasks.extend(traffic::spawn(&state, &shutdown_rx));
+        }
         let mut etcd_addr = None;
         if let Some(spec) = etcd_spec {
             let l = TcpListener::bind("127.0.0.1:0")
@@ -237,12 +250,22 @@ impl RunningServer {
         out
     }
 
-    /// Every request the server has received so far (method, path with query, user).
+    /// Every request the server has received so far from clients (method, path with query,
+    /// user) — not the scenario's own `traffic:`.
     pub fn requests(&self) -> Vec<state::LoggedRequest> {
         self.state
             .requests
             .lock()
-            .map(|l| l.clone())
+            .map(|l| l.iter().filter(|r| !r.traffic).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The requests the scenario's `traffic:` has sent so far.
+    pub fn traffic_requests(&self) -> Vec<state::LoggedRequest> {
+        self.state
+            .requests
+            .lock()
+            .map(|l| l.iter().filter(|r| r.traffic).cloned().collect())
             .unwrap_or_default()
     }
 

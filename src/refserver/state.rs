@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::apf::Apf;
 use super::authn::UserInfo;
+use super::backends::container_log::ContainerLog;
 use super::certs::ServerPki;
 use super::metrics::Registry;
 use super::scenario::{Rule, Scenario};
@@ -35,6 +36,8 @@ pub struct State {
     pub admin_token: String,
     /// Backend name → loopback port (a closed port for `down` backends).
     pub backend_ports: BTreeMap<String, u16>,
+    /// Backend name → its container log (served as `pods/log` of the Pods mapped to it).
+    pub backend_logs: BTreeMap<String, std::sync::Arc<ContainerLog>>,
     /// APF.
     pub apf: Apf,
     /// Held storage operations wait until this turns true.
@@ -61,6 +64,8 @@ pub struct LoggedRequest {
     pub path: String,
     /// The authenticated (or impersonated) user; empty when authentication failed.
     pub user: String,
+    /// Sent by the scenario's own `traffic:`, not by a client.
+    pub traffic: bool,
 }
 
 impl std::fmt::Debug for State {
@@ -84,6 +89,7 @@ impl State {
         scenario: Scenario,
         pki: std::sync::Arc<ServerPki>,
         backend_ports: BTreeMap<String, u16>,
+        backend_logs: BTreeMap<String, std::sync::Arc<ContainerLog>>,
     ) -> Self {
         // Unique per start and never written anywhere but the kubeconfig.
         let admin_token =
@@ -124,6 +130,7 @@ impl State {
             rules,
             admin_token,
             backend_ports,
+            backend_logs,
             release,
             started: Instant::now(),
             listen_addr: std::sync::OnceLock::new(),

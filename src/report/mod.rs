@@ -208,12 +208,28 @@ pub(crate) fn headline(d: &Diagnosis) -> &str {
     }
 }
 
-/// An evidence value as people read it: strings bare, everything else as compact JSON.
+/// An evidence value as people read it: strings bare, everything else as compact JSON. Trailing
+/// whitespace of strings (a body's final newline, `service unavailable\n`) is dropped, inside lists
+/// and maps too: it carries nothing and shows as `\n` or a blank line.
 pub fn evidence_text(v: &serde_json::Value) -> String {
     match v {
-        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::String(s) => s.trim_end().to_string(),
         serde_json::Value::Null => "(none)".to_string(),
-        other => other.to_string(),
+        other => trim_strings(other).to_string(),
+    }
+}
+
+fn trim_strings(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(s.trim_end().to_string()),
+        Value::Array(a) => Value::Array(a.iter().map(trim_strings).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), trim_strings(x)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -247,6 +263,20 @@ pub(crate) fn subject_text(s: &crate::engine::diagnosis::Subject) -> String {
 mod tests {
     use super::*;
     use std::ffi::OsStr;
+
+    #[test]
+    fn evidence_drops_trailing_newlines_of_bodies() {
+        use serde_json::json;
+        assert_eq!(
+            evidence_text(&json!("service unavailable\n")),
+            "service unavailable"
+        );
+        assert_eq!(
+            evidence_text(&json!(["a\n", {"b": "c \n"}])),
+            r#"["a",{"b":"c"}]"#
+        );
+        assert_eq!(evidence_text(&json!(null)), "(none)");
+    }
 
     #[test]
     fn auto_colour_needs_a_terminal_and_no_no_color() {

@@ -15,7 +15,7 @@ use crate::bundle::{
     EvidenceBundle, Gap, GapReason, LogFinding, MetricTarget, ObjectRef, Probe, TimeBasis,
 };
 
-use super::state::{CurlPart, Importer, PendingProbe, truncate};
+use super::state::{CurlPart, Importer, LogHit, PendingProbe, truncate};
 use super::targets::{log_target, probe_target, webhook_ref, webhooks_named};
 use super::timeline::Clock;
 use super::{cert_check, kube_objects, metrics_dump};
@@ -25,7 +25,16 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
     kube_objects::add_all(&mut imp);
     metrics_dump::choose(&mut imp);
     // Pair before folding: the parts of one curl request are one observation, not three.
-    let pending = pair_curl_parts(std::mem::take(&mut imp.probes));
+    let mut pending = pair_curl_parts(std::mem::take(&mut imp.probes));
+    // Controllers' Warning Events that report a failed request are observations of it.
+    for e in &imp.bundle.events {
+        for p in super::events::probes_from_event(e) {
+            let at = p.at.map(super::timeline::Stamp::Full);
+            let mut pending_probe = PendingProbe::new(p);
+            pending_probe.at = at;
+            pending.push(pending_probe);
+        }
+    }
 
     // Every time the evidence carries is known now, so klog times can be given their year.
     let clock = Clock::new(&imp.stamps, now);
@@ -178,9 +187,14 @@ fn fold_into(folded: &mut Vec<(Probe, Option<String>)>, p: Probe, gv: Option<Str
 /// One finding per pattern, component, file and target: a log repeating one error 60 times is one
 /// fact with a count and a time span, which is what a rule needs.
 fn fold_log_hits(imp: &Importer, clock: &Clock) -> Vec<LogFinding> {
+    fold_hits(&imp.log_hits, clock, &imp.bundle)
+}
+
+/// Fold hits by pattern, component, origin and target (the objects of `b` name the targets).
+pub(crate) fn fold_hits(hits: &[LogHit], clock: &Clock, b: &EvidenceBundle) -> Vec<LogFinding> {
     let mut out: Vec<LogFinding> = Vec::new();
-    for h in &imp.log_hits {
-        let target = log_target(&h.fields, &imp.bundle);
+    for h in hits {
+        let target = log_target(&h.fields, b);
         let component = h
             .component
             .unwrap_or(crate::bundle::observations::Component::Unknown);

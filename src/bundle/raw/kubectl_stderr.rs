@@ -218,7 +218,7 @@ static GV_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
-fn split_group_versions(text: &str) -> Vec<(&str, &str)> {
+pub(crate) fn split_group_versions(text: &str) -> Vec<(&str, &str)> {
     let starts: Vec<(usize, usize, &str)> = GV_PREFIX
         .captures_iter(text)
         .filter_map(|c| {

@@ -10,10 +10,12 @@ use std::collections::HashMap;
 
 use crate::bundle::observations::Component;
 
+use super::finish::fold_hits;
 use super::log_lines::{LogFormat, parse_log_line};
 use super::log_patterns::match_message;
 use super::state::{FileCtx, FileError, Importer, LogHit, Yield, truncate};
-use super::timeline::Stamp;
+use super::timeline::{Clock, Stamp};
+use crate::bundle::{EvidenceBundle, LogFinding};
 
 /// etcd's own source packages, as zap's `caller` names them.
 const ETCD_CALLERS: &[&str] = &[
@@ -29,8 +31,29 @@ const ETCD_CALLERS: &[&str] = &[
 
 /// Read a log excerpt.
 pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yield, FileError> {
+    let (hits, component, stamps) = scan(text, &file.shown);
+    for s in stamps {
+        imp.stamp(Some(s));
+    }
+    if hits.is_empty() {
+        return Ok(Yield::Nothing(format!(
+            "log of {}: no known error line",
+            component_name(component)
+        )));
+    }
+    for mut h in hits {
+        h.component = h.component.or(Some(component));
+        imp.log_hits.push(h);
+    }
+    Ok(Yield::Used)
+}
+
+/// The known error lines of one log, the component that wrote it (judged from its content) and
+/// every time stamp seen.
+fn scan(text: &str, origin: &str) -> (Vec<LogHit>, Component, Vec<Stamp>) {
     let mut votes: HashMap<Component, usize> = HashMap::new();
     let mut hits: Vec<LogHit> = Vec::new();
+    let mut stamps: Vec<Stamp> = Vec::new();
     let mut current: (Option<Stamp>, Option<String>) = (None, None);
     for line in text.lines() {
         if line.trim().is_empty() {
@@ -38,7 +61,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
         }
         let message = match parse_log_line(line) {
             Some(parsed) => {
-                imp.stamp(parsed.stamp);
+                stamps.extend(parsed.stamp);
                 if written_by_etcd(
                     parsed.format,
                     parsed.source.as_deref(),
@@ -65,22 +88,39 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
                 at: current.0,
                 message: truncate(&message, 1024),
                 fields,
-                origin: file.shown.clone(),
+                origin: origin.to_string(),
             });
         }
     }
-    let component = winner(&votes);
-    if hits.is_empty() {
-        return Ok(Yield::Nothing(format!(
-            "log of {}: no known error line",
-            component_name(component)
-        )));
-    }
-    for mut h in hits {
-        h.component = h.component.or(Some(component));
-        imp.log_hits.push(h);
-    }
-    Ok(Yield::Used)
+    (hits, winner(&votes), stamps)
+}
+
+/// The known error lines of a container's log read through the API (`pods/{name}/log`), folded
+/// into findings as the raw importer folds them. `writer` is the component when the content does
+/// not tell (the collector knows what the Pod serves); `now` gives klog's yearless times their
+/// year; `b` maps names in the lines (webhooks, APIServices, CRDs) to its objects. `origin` names
+/// the log (`pods/<namespace>/<name>/log`).
+pub fn container_log_findings(
+    text: &str,
+    origin: &str,
+    writer: Component,
+    now: jiff::Timestamp,
+    b: &EvidenceBundle,
+) -> Vec<LogFinding> {
+    let (hits, judged, stamps) = scan(text, origin);
+    let component = if judged == Component::Unknown {
+        writer
+    } else {
+        judged
+    };
+    let hits: Vec<LogHit> = hits
+        .into_iter()
+        .map(|mut h| {
+            h.component = h.component.or(Some(component));
+            h
+        })
+        .collect();
+    fold_hits(&hits, &Clock::new(&stamps, now), b)
 }
 
 fn written_by_etcd(format: LogFormat, source: Option<&str>, logger: Option<&str>) -> bool {

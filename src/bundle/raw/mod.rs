@@ -23,6 +23,7 @@ mod apf_dump;
 mod cert_check;
 mod curl;
 mod detect;
+mod events;
 mod finish;
 mod health;
 mod kube_objects;
@@ -31,6 +32,9 @@ mod kubectl_trace;
 mod log_lines;
 mod log_patterns;
 mod logs;
+
+pub use events::probes_from_event;
+pub use logs::container_log_findings;
 mod metrics_dump;
 mod object_mapping;
 mod pem;

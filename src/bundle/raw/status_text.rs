@@ -38,7 +38,7 @@ pub(crate) fn code_for_reason(reason: &str) -> Option<u16> {
 }
 
 /// client-go's rendering of a non-Status error response, by message prefix: `(reason, code)`.
-const GENERIC_MESSAGES: &[(&str, &str, u16)] = &[
+pub(crate) const GENERIC_MESSAGES: &[(&str, &str, u16)] = &[
     (
         "the server is currently unable to handle the request",
         "ServiceUnavailable",

@@ -1,17 +1,25 @@
 //! `replay`: the bundled reference server from the command line.
 //!
+//! * `replay SCENARIO...` / `replay --all` — run scenarios end to end (start, scan, classify) and
+//!   compare every verdict with the scenario's `expect:` block; exit 1 on any mismatch.
 //! * `replay serve SCENARIO` — serve one scenario until interrupted, for kubectl and other clients;
 //!   `replay serve --bundle FILE` / `--raw PATH…` — serve a recorded incident back the same way.
 
+mod expect;
+mod render;
+mod run;
 mod serve;
 
 use clap::{Args, Subcommand};
 
 /// Arguments of `replay`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ReplayArgs {
     #[command(subcommand)]
-    command: ReplayCommand,
+    command: Option<ReplayCommand>,
+    #[command(flatten)]
+    run: run::RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -23,6 +31,7 @@ enum ReplayCommand {
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<u8> {
     match args.command {
-        ReplayCommand::Serve(a) => serve::run(a),
+        Some(ReplayCommand::Serve(a)) => serve::run(a),
+        None => run::run(args.run),
     }
 }

@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// Authenticate with the admin's client certificate instead of a bearer token.
     #[arg(long)]
     client_cert: bool,
+    /// Do not run the scenario's `traffic:` (its own clients): only your clients reach it.
+    #[arg(long)]
+    idle: bool,
 }
 
 fn input_error(e: impl std::fmt::Display) -> anyhow::Error {
@@ -82,7 +85,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         .build()?;
     runtime.block_on(async move {
         let started = std::time::Instant::now();
-        let options = StartOptions { port: args.port };
+        let options = StartOptions {
+            port: args.port,
+            idle: args.idle,
+        };
         let (server, carried) = match source {
             Source::Scenario(s) => (RefServer::start(*s, options).await?, None),
             Source::Recording(b) => {

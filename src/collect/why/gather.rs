@@ -442,7 +442,7 @@ pub(super) async fn gather(
     scratch.gaps.extend(found.gaps.clone());
     found.apply(&mut scratch);
     match pods {
-        Ok(apply) => apply(&mut scratch),
+        Ok(pods) => pods.apply(&mut scratch),
         Err(e) => scratch
             .gaps
             .push(crate::collect::gap_for("objects/pods", &e)),

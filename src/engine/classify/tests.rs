@@ -159,6 +159,31 @@ fn healthy_inconclusive_and_no_finding() {
         (v.class, v.severity),
         (Class::Inconclusive, Severity::Warning)
     );
+    assert!(v.summary.ends_with("missing: false"), "{}", v.summary);
+    // With words, the summary says what is missing instead of showing the expression.
+    let v = verdict(&[
+        rule(
+            "needy",
+            "Aggregation",
+            "critical",
+            "discovery",
+            "needs: {when: \"false\", what: \"the APIService's conditions\"}\n",
+            "false",
+        ),
+        rule(
+            "needy-too",
+            "Aggregation",
+            "critical",
+            "service",
+            "needs: {when: \"1 == 2\", what: \"the APIService's conditions\"}\n",
+            "false",
+        ),
+    ]);
+    assert_eq!(v.class, Class::Inconclusive);
+    assert_eq!(
+        v.summary,
+        "the evidence these checks need is missing: the APIService's conditions"
+    );
     let v = verdict(&[rule(
         "quiet",
         "Aggregation",

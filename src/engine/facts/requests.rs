@@ -21,6 +21,7 @@ fn tool_name(t: ClientTool) -> &'static str {
         ClientTool::Kubectl => "kubectl",
         ClientTool::KubectlTrace => "kubectl_trace",
         ClientTool::Curl => "curl",
+        ClientTool::Controller => "controller",
         ClientTool::Other => "other",
     }
 }
@@ -280,7 +281,11 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .s("version", version)
         .s("resource", resource)
         .v("target", ref_fact(target))
-        .s("discovery_group_version", discovery_group_version(&body))
+        .s(
+            "discovery_group_version",
+            first(probes, |p| p.discovery_group_version.clone())
+                .unwrap_or_else(|| discovery_group_version(&body)),
+        )
         .build()
 }
 

@@ -33,6 +33,22 @@ enum OneOrMany {
     Many(Vec<String>),
 }
 
+/// `needs: EXPR`, or `needs: {when: EXPR, what: "…"}` with what the expression looks for in words
+/// (the Inconclusive summary shows `what`, not the expression).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawNeeds {
+    Expr(String),
+    Described(DescribedNeeds),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DescribedNeeds {
+    when: String,
+    what: String,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
@@ -47,7 +63,7 @@ struct RawRule {
     #[serde(default)]
     role: Option<Spanned<String>>,
     #[serde(default)]
-    needs: Option<Spanned<String>>,
+    needs: Option<Spanned<RawNeeds>>,
     when: Spanned<String>,
     #[serde(default)]
     evidence: BTreeMap<String, Spanned<String>>,
@@ -377,9 +393,33 @@ pub fn load_one(
             ));
         }
     };
-    let needs = match &raw.needs {
-        Some(n) => Some(compile(file, content_line(text, n), "needs", &n.value)?),
-        None => None,
+    let (needs, needs_what) = match &raw.needs {
+        Some(n) => {
+            let at = n.referenced.line() as usize;
+            match &n.value {
+                RawNeeds::Expr(e) => {
+                    let spanned = Spanned {
+                        value: e.clone(),
+                        referenced: n.referenced,
+                        defined: n.defined,
+                    };
+                    (
+                        Some(compile(file, content_line(text, &spanned), "needs", e)?),
+                        None,
+                    )
+                }
+                RawNeeds::Described(d) => {
+                    if d.what.trim().is_empty() {
+                        return Err(err(file, at, "needs.what is empty"));
+                    }
+                    (
+                        Some(compile(file, at + 1, "needs.when", &d.when)?),
+                        Some(d.what.trim().to_string()),
+                    )
+                }
+            }
+        }
+        None => (None, None),
     };
     let when = compile(file, content_line(text, &raw.when), "when", &raw.when.value)?;
     let mut evidence = Vec::new();
@@ -441,6 +481,7 @@ pub fn load_one(
         confidence,
         role,
         needs,
+        needs_what,
         when,
         evidence,
         rules_out,

@@ -97,6 +97,8 @@ pub struct Rule {
     pub role: Role,
     /// When false, the evidence this rule needs is absent (used for `Inconclusive`).
     pub needs: Option<Expr>,
+    /// What `needs` looks for, in words (`needs: {when, what}`); shown when it is missing.
+    pub needs_what: Option<String>,
     /// The condition.
     pub when: Expr,
     /// Named evidence values shown with a hit.

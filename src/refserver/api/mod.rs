@@ -6,6 +6,7 @@
 
 pub mod discovery;
 pub mod health;
+pub mod logs;
 pub mod patch;
 pub mod rest;
 pub mod select;
@@ -44,6 +45,9 @@ pub async fn serve(
             .ok_or_else(ApiError::path_not_found)?;
         if info.verb == "watch" {
             return watch::serve(state, &def, info).await;
+        }
+        if def.group.is_empty() && def.resource == "pods" && info.subresource == "log" {
+            return logs::pod_log(state, info);
         }
         let accept = header(http::header::ACCEPT);
         let content_type = header(http::header::CONTENT_TYPE);

@@ -5,7 +5,14 @@
 //! Authentication is what a generic apiserver with requestheader authentication does: the
 //! `X-Remote-*` headers count only when the client certificate chains to the trusted front-proxy CA
 //! and its CN is `front-proxy-client`; otherwise the request is rejected with 401 (anonymous auth
-//! off). With `frontProxy: ignore` the headers are trusted whatever the certificate.
+//! off), and a certificate that does not verify is logged as the real server logs it. With
+//! `frontProxy: ignore` the headers are trusted whatever the certificate.
+//!
+//! Authorization is delegated: `authorize: masters` is sample-apiserver without
+//! `system:auth-delegator` — members of `system:masters` are allowed without asking, everyone else
+//! gets the 500 its failed SubjectAccessReview gives (`Internal Server Error: "<uri>":
+//! subjectaccessreviews.authorization.k8s.io is forbidden: …`) and the log lines it writes;
+//! `authorize: none` is a SubjectAccessReview that denies (403).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -25,10 +32,15 @@ use super::super::scenario::{
 };
 use super::super::status::{ApiError, json_response};
 use super::super::tls::{PeerChain, client_identity};
+use super::container_log::{ContainerLog, Level};
 
 /// The backend.
 pub struct Extension {
     spec: ExtensionSpec,
+    /// The identity it calls kube-apiserver with (`<backend>-apiserver`, as the sample-apiserver's
+    /// kubeconfig user is named).
+    identity: String,
+    log: Arc<ContainerLog>,
     behaviour: Behaviour,
     trusted_ca: rustls_pki_types::CertificateDer<'static>,
     group: String,
@@ -40,7 +52,12 @@ impl Extension {
     ///
     /// # Errors
     /// When the spec has no `extension:` (validation prevents it) or names an unknown CA.
-    pub fn new(spec: &BackendSpec, pki: Arc<ServerPki>) -> anyhow::Result<Self> {
+    pub fn new(
+        spec: &BackendSpec,
+        pki: Arc<ServerPki>,
+        log: Arc<ContainerLog>,
+        port: u16,
+    ) -> anyhow::Result<Self> {
         let ext = spec
             .extension
             .clone()
@@ -55,7 +72,14 @@ impl Extension {
             None => pki.front_proxy_ca.cert_der.clone(),
         };
         let (group, version) = ext.group_version.split_once('/').unwrap_or(("", ""));
+        log.write(
+            Level::Info,
+            "secure_serving.go:213",
+            &format!("Serving securely on [::]:{port}"),
+        );
         Ok(Extension {
+            identity: format!("{}-apiserver", spec.name),
+            log,
             group: group.into(),
             version: version.into(),
             spec: ext,
@@ -67,14 +91,39 @@ impl Extension {
     fn user(&self, req: &Request<Incoming>, peer: &PeerChain) -> Option<(String, Vec<String>)> {
         let trusted = match self.behaviour.front_proxy {
             FrontProxy::Ignore => true,
-            FrontProxy::Verify => peer.as_ref().is_some_and(|chain| {
-                client_identity(
+            FrontProxy::Verify => match peer.as_ref() {
+                // No certificate: an anonymous request, refused without a log line.
+                None => false,
+                Some(chain) => match client_identity(
                     chain,
                     std::slice::from_ref(&self.trusted_ca),
                     jiff::Timestamp::now(),
-                )
-                .is_ok_and(|id| id.user == "front-proxy-client")
-            }),
+                ) {
+                    Ok(id) if id.user == "front-proxy-client" => true,
+                    Ok(id) => {
+                        self.log.write(
+                            Level::Error,
+                            "authentication.go:73",
+                            &format!(
+                                "\"Unable to authenticate the request\" err=\"[x509: subject with cn={} is not in the allowed list]\"",
+                                id.user
+                            ),
+                        );
+                        false
+                    }
+                    Err(e) => {
+                        self.log.write(
+                            Level::Error,
+                            "authentication.go:73",
+                            &format!(
+                                "\"Unable to authenticate the request\" err=\"[{}]\"",
+                                go_x509_error(&e)
+                            ),
+                        );
+                        false
+                    }
+                },
+            },
         };
         if !trusted {
             return None;
@@ -178,12 +227,23 @@ impl Extension {
         let Some((user, groups)) = self.user(&req, &peer) else {
             return ApiError::unauthorized().into_response();
         };
-        let allowed = match self.behaviour.authorize {
-            Authorize::All => true,
-            Authorize::Masters => groups.iter().any(|g| g == "system:masters"),
-            Authorize::None => false,
-        };
-        if !allowed {
+        let master = groups.iter().any(|g| g == "system:masters");
+        if self.behaviour.authorize == Authorize::Masters && !master {
+            let denied = format!(
+                "subjectaccessreviews.authorization.k8s.io is forbidden: User \"{}\" cannot create resource \"subjectaccessreviews\" in API group \"authorization.k8s.io\" at the cluster scope",
+                self.identity
+            );
+            self.log.write(
+                Level::Error,
+                "webhook.go:224",
+                &format!("Failed to make webhook authorizer request: {denied}"),
+            );
+            self.log.write(Level::Error, "errors.go:77", &denied);
+            // responsewriters.InternalError: http.Error with the request URI quoted.
+            return ApiError::plain(500, format!("Internal Server Error: {path:?}: {denied}"))
+                .into_response();
+        }
+        if self.behaviour.authorize == Authorize::None {
             return ApiError::forbidden(
                 forbidden_message(&user, &info),
                 &info.name,
@@ -283,6 +343,17 @@ impl Extension {
             http::HeaderValue::from_static("application/json"),
         );
         resp
+    }
+}
+
+/// Go's wording of a client-certificate verification failure (webpki names them differently).
+fn go_x509_error(webpki_error: &str) -> String {
+    if webpki_error.contains("UnknownIssuer") {
+        "x509: certificate signed by unknown authority".into()
+    } else if webpki_error.contains("Expired") || webpki_error.contains("NotValidYet") {
+        "x509: certificate has expired or is not yet valid".into()
+    } else {
+        format!("x509: {webpki_error}")
     }
 }
 

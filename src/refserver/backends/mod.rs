@@ -6,6 +6,7 @@
 //! server can take the port), so connecting to it is refused by the kernel, not by a pretend check. Each running backend keeps its TLS configuration swappable
 //! ([`Backends::replace_certificate`]), so a test can break TLS while the server runs.
 
+pub mod container_log;
 pub mod extension;
 pub mod webhook;
 
@@ -20,6 +21,7 @@ use tokio::task::JoinHandle;
 use super::certs::ServerPki;
 use super::scenario::{BackendKind, BackendSpec, CertSpec, Scenario};
 use super::tls::{self, SharedConfig};
+use container_log::ContainerLog;
 
 /// One spawned backend.
 pub struct Running {
@@ -35,6 +37,7 @@ pub struct Running {
 #[derive(Default)]
 pub struct Backends {
     running: BTreeMap<String, Running>,
+    logs: BTreeMap<String, Arc<ContainerLog>>,
 }
 
 impl std::fmt::Debug for Backends {
@@ -65,13 +68,21 @@ impl Backends {
         shutdown: &watch::Receiver<bool>,
     ) -> anyhow::Result<Self> {
         let mut running = BTreeMap::new();
+        let mut logs = BTreeMap::new();
         for spec in &scenario.backends {
-            let r = spawn_one(spec, pki, shutdown.clone())
+            let log = Arc::new(ContainerLog::default());
+            let r = spawn_one(spec, pki, shutdown.clone(), log.clone())
                 .await
                 .with_context(|| format!("backend {}", spec.name))?;
             running.insert(spec.name.clone(), r);
+            logs.insert(spec.name.clone(), log);
         }
-        Ok(Backends { running })
+        Ok(Backends { running, logs })
+    }
+
+    /// Name → the backend's container log.
+    pub fn logs(&self) -> BTreeMap<String, Arc<ContainerLog>> {
+        self.logs.clone()
     }
 
     /// Name → port.
@@ -119,6 +130,7 @@ async fn spawn_one(
     spec: &BackendSpec,
     pki: &Arc<ServerPki>,
     shutdown: watch::Receiver<bool>,
+    log: Arc<ContainerLog>,
 ) -> anyhow::Result<Running> {
     if spec.behaviour.down {
         let (port, socket) = closed_port()?;
@@ -137,7 +149,7 @@ async fn spawn_one(
     let port = listener.local_addr()?.port();
     let task = match spec.kind {
         BackendKind::Extension => {
-            let backend = Arc::new(extension::Extension::new(spec, pki.clone())?);
+            let backend = Arc::new(extension::Extension::new(spec, pki.clone(), log, port)?);
             tokio::spawn(tls::serve(
                 listener,
                 config.clone(),

@@ -154,7 +154,12 @@ pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Res
     let pki = Arc::new(ServerPki::generate(&scenario).context("generating certificates")?);
     let (shutdown, shutdown_rx) = watch::channel(false);
     let backends = Backends::spawn(&scenario, &pki, &shutdown_rx).await?;
-    let state = Arc::new(State::new(scenario, pki.clone(), backends.ports()));
+    let state = Arc::new(State::new(
+        scenario,
+        pki.clone(),
+        backends.ports(),
+        backends.logs(),
+    ));
     load(&state, &bundle)?;
     let no_backend = TcpListener::bind("127.0.0.1:0")
         .await

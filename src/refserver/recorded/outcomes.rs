@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use super::Recorded;
 use crate::bundle::carried::discovery_path;
-use crate::bundle::probes::{ClientTool, ProbeKind, ResponseHeaders};
+use crate::bundle::probes::{ProbeKind, ResponseHeaders};
 use crate::bundle::{ApiService, CertSource, Probe, StatusBody};
 use crate::refserver::request::RequestInfo;
 use crate::refserver::status::ApiError;
@@ -237,20 +237,6 @@ fn reconstruct(r: &Recorded, a: &ApiService, info: &RequestInfo) -> Response<Bod
     .into_response()
 }
 
-/// How close a client's record is to what was on the wire (lower is closer): curl shows the
-/// bytes; a kubectl trace the status and, from `-v8`, the body; kubectl's own error line is a Status
-/// it made up from the response (`the server is currently unable to handle the request` for a
-/// plain-text 503).
-fn wire_rank(p: &Probe) -> u8 {
-    match p.origin.tool {
-        ClientTool::Curl => 0,
-        ClientTool::Extpath => 1,
-        ClientTool::KubectlTrace => 2,
-        ClientTool::Other => 3,
-        ClientTool::Kubectl => 4,
-    }
-}
-
 fn same_method(p: &Probe, method: &str) -> bool {
     p.method
         .as_deref()
@@ -286,11 +272,11 @@ pub async fn answer(
     };
     let recorded = client_outputs()
         .filter(|p| p.path.as_deref() == Some(path_and_query))
-        .min_by_key(|p| wire_rank(p))
+        .min_by_key(|p| p.origin.tool.wire_rank())
         .or_else(|| {
             client_outputs()
                 .filter(|p| p.path.as_deref().map(without_query) == Some(info.path.as_str()))
-                .min_by_key(|p| wire_rank(p))
+                .min_by_key(|p| p.origin.tool.wire_rank())
         });
     Some(match recorded {
         Some(p) => give_back(r, p, info).await,

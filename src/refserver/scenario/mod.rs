@@ -2,14 +2,17 @@
 //!
 //! A scenario describes a world for the reference server: Kubernetes objects to start with, users,
 //! backends to spawn (extension API servers and webhooks, with certificate specs and behaviours), a
-//! map of endpoint addresses to those backends, faults, and an `expect:` block with the verdict
-//! class per subject. The server never reads `expect:`; it is data for `replay`, which compares
-//! extpath's verdicts with it.
+//! map of endpoint addresses to those backends, faults, the clients that use it (`traffic:`), and
+//! an `expect:` block with the verdict class per subject and the
+//! classes no verdict may blame. The server never reads `expect:`; it is data for `replay`, which
+//! compares extpath's verdicts with it.
 //!
 //! Loading is two-phase, like bundles: [`load`] parses with serde-saphyr rejecting unknown fields,
 //! then [`validate`](validate::validate) checks what the types cannot (references to CAs and
 //! backends, classes, kinds). Every error is one line with the file and line.
 
+mod expect;
+mod traffic;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -18,6 +21,8 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use expect::{CLASSES, Expect, SUBJECT_KINDS};
+pub use traffic::TrafficSpec;
 pub use validate::ScenarioError;
 
 /// `apiVersion` of scenario files.
@@ -65,9 +70,13 @@ pub struct Scenario {
     /// Faults.
     #[serde(default)]
     pub faults: Faults,
-    /// Expected verdict class per subject (`APIService/v1alpha1.wardle.example.com: Aggregation`).
+    /// Load the server puts on itself: clients that run through its full request path, so that
+    /// counters move as they do on a real cluster with real clients.
     #[serde(default)]
-    pub expect: BTreeMap<String, String>,
+    pub traffic: Vec<TrafficSpec>,
+    /// What `replay` expects extpath to say (data the server never reads).
+    #[serde(default)]
+    pub expect: Expect,
 }
 
 fn d60() -> u64 {
@@ -299,9 +308,9 @@ pub enum Authorize {
     #[default]
     All,
     /// Only `system:masters` (a broken SubjectAccessReview path: the delegating authorizer still
-    /// allows masters without asking).
+    /// allows masters without asking; everyone else gets the 500 a failed review gives).
     Masters,
-    /// Nobody.
+    /// Nobody (403).
     None,
 }
 
@@ -434,19 +443,6 @@ pub struct EtcdSpec {
     pub quota_backend_bytes: Option<f64>,
 }
 
-/// The classes a scenario may expect (DESIGN §1).
-pub const CLASSES: &[&str] = &[
-    "Aggregation",
-    "Admission",
-    "Auth",
-    "APF",
-    "Storage",
-    "Watch",
-    "OutOfScope",
-    "Healthy",
-    "Inconclusive",
-];
-
 /// Load and validate a scenario file.
 ///
 /// # Errors
@@ -507,7 +503,8 @@ impl Scenario {
             network: BTreeMap::new(),
             objects: Vec::new(),
             faults: Faults::default(),
-            expect: BTreeMap::new(),
+            traffic: Vec::new(),
+            expect: Expect::default(),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{API_VERSION, BackendKind, CLASSES, KIND, Scenario};
+use super::{API_VERSION, BackendKind, CLASSES, KIND, SUBJECT_KINDS, Scenario};
 use crate::refserver::registry;
 
 /// A scenario that could not be loaded: one line, `file:line: message`.
@@ -228,7 +228,40 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
             ));
         }
     }
-    for (subject, class) in &s.expect {
+    for (i, t) in s.traffic.iter().enumerate() {
+        let at = format!("path: {}", t.path);
+        let known = t.user == "admin"
+            || s.users
+                .iter()
+                .any(|u| u.name == t.user && (u.token.is_some() || u.client_certificate));
+        if !known {
+            return Err(err(
+                &format!("user: {}", t.user),
+                format!(
+                    "traffic[{i}]: user {:?} is not admin or a user with a token or client certificate",
+                    t.user
+                ),
+            ));
+        }
+        if !["GET", "POST", "PUT", "PATCH", "DELETE"].contains(&t.method.as_str()) {
+            return Err(err(
+                &t.method,
+                format!(
+                    "traffic[{i}]: method {:?} is not GET, POST, PUT, PATCH or DELETE",
+                    t.method
+                ),
+            ));
+        }
+        if !t.path.starts_with('/') || t.count == 0 || t.concurrency == 0 {
+            return Err(err(
+                &at,
+                format!(
+                    "traffic[{i}]: needs a path starting with / and count, concurrency of at least 1"
+                ),
+            ));
+        }
+    }
+    for (subject, class) in &s.expect.subjects {
         if !CLASSES.contains(&class.as_str()) {
             return Err(err(
                 subject,
@@ -238,10 +271,25 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
                 ),
             ));
         }
-        if !subject.contains('/') {
+        let kind = subject.split_once('/').map(|(k, _)| k);
+        if !kind.is_some_and(|k| SUBJECT_KINDS.contains(&k)) {
             return Err(err(
                 subject,
-                format!("expect: subject {subject:?} is not Kind/name"),
+                format!(
+                    "expect: subject {subject:?} is not Kind/name with Kind one of {}",
+                    SUBJECT_KINDS.join(", ")
+                ),
+            ));
+        }
+    }
+    for class in &s.expect.forbid {
+        if !CLASSES.contains(&class.as_str()) {
+            return Err(err(
+                "forbid:",
+                format!(
+                    "expect.forbid: {class:?} is not a class (one of {})",
+                    CLASSES.join(", ")
+                ),
             ));
         }
     }

@@ -1,0 +1,284 @@
+//! Comparing a scenario's `expect:` block with extpath's verdicts on it.
+//!
+//! `expect.subjects` names subjects (`Kind/name`, or `Kind/prefix*` for every subject of that kind
+//! whose name starts with the prefix) and the class each must get. A fault class must come at
+//! warning or above — a fault reported as info was not reported — and a pattern must match at least
+//! one verdict, all of them with that class. Verdicts on subjects `expect` does not name are free,
+//! except that none may carry a class of `expect.forbid` at warning or above: those are the
+//! misattributions the scenario's fault must not be mistaken for (a slow webhook blamed on etcd).
+//!
+//! This file judges nothing about the cluster; it only compares two documents, so it is tested on
+//! hand-built diagnoses.
+
+use serde::Serialize;
+
+use crate::engine::{Class, Diagnosis, Severity, Verdict};
+use crate::refserver::scenario::Expect;
+
+/// One comparison of what a scenario expects with what extpath said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Whether extpath said what was expected.
+    pub ok: bool,
+    /// The subject (`APIService/v1alpha1.wardle.example.com`), or the `expect` pattern that
+    /// matched nothing.
+    pub subject: String,
+    /// What the scenario expects: a class, or `not <Class>` for a forbidden one.
+    pub expected: String,
+    /// What extpath said: `Class (severity)`, or `no verdict`.
+    pub got: String,
+    /// The verdict's one-line summary (empty without a verdict).
+    pub summary: String,
+}
+
+/// A parsed `expect.subjects` key.
+struct Pattern<'a> {
+    kind: &'a str,
+    name: &'a str,
+    prefix: bool,
+}
+
+impl<'a> Pattern<'a> {
+    fn parse(key: &'a str) -> Pattern<'a> {
+        let (kind, name) = key.split_once('/').unwrap_or((key, ""));
+        match name.strip_suffix('*') {
+            Some(prefix) => Pattern {
+                kind,
+                name: prefix,
+                prefix: true,
+            },
+            None => Pattern {
+                kind,
+                name,
+                prefix: false,
+            },
+        }
+    }
+
+    fn matches(&self, v: &Verdict) -> bool {
+        v.subject.kind.as_str() == self.kind
+            && if self.prefix {
+                v.subject.name.starts_with(self.name)
+            } else {
+                v.subject.name == self.name
+            }
+    }
+}
+
+/// Whether a verdict says what `class` expects: the class, and for a fault at warning or above.
+fn agrees(v: &Verdict, class: Class) -> bool {
+    v.class == class
+        && (matches!(class, Class::Healthy | Class::Inconclusive)
+            || v.severity >= Severity::Warning)
+}
+
+fn got(v: &Verdict) -> String {
+    format!("{} ({})", v.class, v.severity)
+}
+
+/// One check per expected subject (per matching verdict for a pattern), then one per verdict
+/// with a forbidden class; `ok` says whether it holds.
+/// Class names in `expect` were checked when the scenario loaded; an unknown one never agrees.
+pub fn compare(expect: &Expect, d: &Diagnosis) -> Vec<Check> {
+    let mut out = Vec::new();
+    let patterns: Vec<(Pattern<'_>, Option<Class>, &str)> = expect
+        .subjects
+        .iter()
+        .map(|(k, c)| (Pattern::parse(k), Class::parse(c), c.as_str()))
+        .collect();
+    for ((pattern, class, class_name), key) in patterns.iter().zip(expect.subjects.keys()) {
+        let matched: Vec<&Verdict> = d.verdicts.iter().filter(|v| pattern.matches(v)).collect();
+        if matched.is_empty() {
+            out.push(Check {
+                ok: false,
+                subject: key.clone(),
+                expected: (*class_name).to_string(),
+                got: "no verdict".into(),
+                summary: String::new(),
+            });
+        }
+        for v in matched {
+            out.push(Check {
+                ok: class.is_some_and(|c| agrees(v, c)),
+                subject: v.subject.to_string(),
+                expected: (*class_name).to_string(),
+                got: got(v),
+                summary: v.summary.clone(),
+            });
+        }
+    }
+    let forbidden: Vec<Class> = expect
+        .forbid
+        .iter()
+        .filter_map(|c| Class::parse(c))
+        .collect();
+    for v in &d.verdicts {
+        if patterns.iter().any(|(p, _, _)| p.matches(v)) {
+            continue;
+        }
+        if forbidden.contains(&v.class) && v.severity >= Severity::Warning {
+            out.push(Check {
+                ok: false,
+                subject: v.subject.to_string(),
+                expected: format!("not {}", v.class),
+                got: got(v),
+                summary: v.summary.clone(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::engine::{Subject, SubjectKind, Summary};
+
+    fn verdict(kind: SubjectKind, name: &str, class: Class, severity: Severity) -> Verdict {
+        Verdict {
+            subject: Subject {
+                kind,
+                name: name.into(),
+                namespace: None,
+                parent: None,
+            },
+            related: Vec::new(),
+            class,
+            severity,
+            confidence: 0.9,
+            rung: None,
+            summary: format!("{name} is {class}"),
+            rules: Vec::new(),
+            ruled_out: Vec::new(),
+            consequences: Vec::new(),
+            history: Vec::new(),
+            next: Vec::new(),
+            waived: None,
+        }
+    }
+
+    fn diagnosis(verdicts: Vec<Verdict>) -> Diagnosis {
+        Diagnosis {
+            api_version: "extpath.dev/v1alpha1".into(),
+            kind: "Diagnosis".into(),
+            collected_at: None,
+            verdicts,
+            gaps: Vec::new(),
+            waiver_notices: Vec::new(),
+            summary: Summary::default(),
+        }
+    }
+
+    fn failures(e: &Expect, d: &Diagnosis) -> Vec<Check> {
+        compare(e, d).into_iter().filter(|c| !c.ok).collect()
+    }
+
+    fn expect(subjects: &[(&str, &str)], forbid: &[&str]) -> Expect {
+        Expect {
+            subjects: subjects
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            forbid: forbid.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_matching_verdict_passes_and_a_wrong_class_is_reported_with_its_summary() {
+        let d = diagnosis(vec![verdict(
+            SubjectKind::ApiService,
+            "v1.a.example.com",
+            Class::Aggregation,
+            Severity::Critical,
+        )]);
+        let checks = compare(
+            &expect(&[("APIService/v1.a.example.com", "Aggregation")], &[]),
+            &d,
+        );
+        assert_eq!(checks.len(), 1);
+        assert!(checks[0].ok, "{checks:?}");
+        let m = failures(&expect(&[("APIService/v1.a.example.com", "Auth")], &[]), &d);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].expected, "Auth");
+        assert_eq!(m[0].got, "Aggregation (critical)");
+        assert_eq!(m[0].summary, "v1.a.example.com is Aggregation");
+    }
+
+    #[test]
+    fn a_missing_subject_and_a_fault_at_info_are_mismatches() {
+        let d = diagnosis(vec![verdict(
+            SubjectKind::ApiServer,
+            "kube-apiserver",
+            Class::Storage,
+            Severity::Info,
+        )]);
+        let m = failures(
+            &expect(
+                &[
+                    ("APIServer/kube-apiserver", "Storage"),
+                    ("Etcd/etcd", "Storage"),
+                ],
+                &[],
+            ),
+            &d,
+        );
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!(m[0].got, "Storage (info)");
+        assert_eq!(
+            (m[1].subject.as_str(), m[1].got.as_str()),
+            ("Etcd/etcd", "no verdict")
+        );
+    }
+
+    #[test]
+    fn a_pattern_needs_one_match_and_every_match_must_agree() {
+        let d = diagnosis(vec![
+            verdict(
+                SubjectKind::Request,
+                "GET /apis/x",
+                Class::Auth,
+                Severity::Critical,
+            ),
+            verdict(
+                SubjectKind::Request,
+                "GET /api/v1",
+                Class::Storage,
+                Severity::Critical,
+            ),
+        ]);
+        assert!(failures(&expect(&[("Request/GET /apis/*", "Auth")], &[]), &d).is_empty());
+        let m = failures(&expect(&[("Request/*", "Auth")], &[]), &d);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].subject, "Request/GET /api/v1");
+        let m = failures(&expect(&[("Request/POST *", "Auth")], &[]), &d);
+        assert_eq!(m[0].got, "no verdict");
+    }
+
+    #[test]
+    fn forbidden_classes_count_only_on_unlisted_subjects_at_warning_or_above() {
+        let d = diagnosis(vec![
+            verdict(
+                SubjectKind::ApiServer,
+                "kube-apiserver",
+                Class::Storage,
+                Severity::Warning,
+            ),
+            verdict(SubjectKind::Etcd, "etcd", Class::Storage, Severity::Info),
+            verdict(
+                SubjectKind::PriorityLevel,
+                "exempt",
+                Class::Apf,
+                Severity::Critical,
+            ),
+        ]);
+        let m = failures(
+            &expect(&[("PriorityLevel/exempt", "APF")], &["Storage", "APF"]),
+            &d,
+        );
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert_eq!(m[0].subject, "APIServer/kube-apiserver");
+        assert_eq!(m[0].expected, "not Storage");
+    }
+}

@@ -6,7 +6,9 @@
 //! padded to ~30 MB. Everything listens on 127.0.0.1.
 //!
 //! Run: `cargo bench --bench scale` (release build). Prints wall times, ratios and the scan's peak
-//! RSS. Not a test: nothing here fails on a slow machine; it reports.
+//! RSS. Not a test: nothing here fails on a slow machine; it reports. `EXTPATH_SCALE_OUT=DIR` also
+//! writes the generated scenario (`scale.yaml`, for `replay serve` under a profiler) and the scan's
+//! diagnosis there; `EXTPATH_SCALE_SKIP_KUBECTL=1` skips the kubectl side.
 
 use std::fmt::Write as _;
 use std::process::Command;
@@ -145,6 +147,23 @@ fn timed(mut cmd: Command) -> (Duration, bool) {
     (started.elapsed(), out.status.code().is_some())
 }
 
+/// CPU seconds (user + system) used so far by this process — the reference server's runtime, as
+/// the main thread only waits meanwhile — and by its finished children (the scan, when it is the
+/// only child so far).
+fn cpu_seconds() -> (f64, f64) {
+    let of = |who| {
+        // SAFETY: getrusage only writes into the struct we pass.
+        let u = unsafe {
+            let mut u: libc::rusage = std::mem::zeroed();
+            libc::getrusage(who, &mut u);
+            u
+        };
+        let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+        t(u.ru_utime) + t(u.ru_stime)
+    };
+    (of(libc::RUSAGE_SELF), of(libc::RUSAGE_CHILDREN))
+}
+
 fn peak_rss_of_children_kb() -> i64 {
     // SAFETY: getrusage only writes into the struct we pass.
     unsafe {
@@ -163,6 +182,11 @@ fn main() {
     let generated = Instant::now();
     let z = sizes();
     let text = scenario_yaml(z);
+    if let Some(dir) = std::env::var_os("EXTPATH_SCALE_OUT") {
+        // The generated scenario, to serve it alone (`replay serve`) for profiling.
+        std::fs::write(std::path::Path::new(&dir).join("scale.yaml"), &text)
+            .expect("write the scenario");
+    }
     let sc = scenario::load_str(&text, "scale.yaml").expect("generated scenario loads");
     let server = rt
         .block_on(RefServer::start(sc, StartOptions::default()))
@@ -196,8 +220,11 @@ fn main() {
         scan.arg("--backend-address").arg(format!("{svc}={addr}"));
     }
     let started = Instant::now();
+    let (server_cpu_before, _) = cpu_seconds();
     let out = scan.output().expect("scan runs");
     let scan_time = started.elapsed();
+    let (server_cpu_after, scan_cpu) = cpu_seconds();
+    let server_cpu = server_cpu_after - server_cpu_before;
     let scan_rss_kb = peak_rss_of_children_kb();
     if let Some(dir) = std::env::var_os("EXTPATH_SCALE_OUT") {
         std::fs::write(
@@ -226,6 +253,8 @@ fn main() {
         .env("HOME", dir.path())
         .args([
             "collect",
+            "-v",
+            "1",
             "--window",
             "0",
             "-o",
@@ -335,6 +364,13 @@ fn main() {
         "(c) extpath scan --window 0:        {:>8.2} s   peak RSS {:.0} MB   {verdicts} verdicts, {broken} broken APIServices found",
         scan_time.as_secs_f64(),
         scan_rss_kb as f64 / 1024.0
+    );
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    println!(
+        "    CPU during the scan:            {:>8.2} s reference server + {:.2} s scan, of {:.2} s ({cores} cores x wall)",
+        server_cpu,
+        scan_cpu,
+        cores as f64 * scan_time.as_secs_f64()
     );
     println!(
         "    of which collect / analyze:     {:>8.2} s / {:.2} s ({:.1} MB bundle)",

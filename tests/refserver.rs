@@ -368,7 +368,42 @@ async fn kubectl_against_a_healthy_scenario() {
     );
     let (ok, out, _) = kubectl(&k, &["get", "--raw", "/readyz?verbose"]);
     assert!(ok && out.contains("[+]etcd ok") && out.contains("readyz check passed"));
+    // A CRD must be named <plural>.<group>, as kube-apiserver validates (resources are found by it).
+    let dir = tempfile::tempdir().unwrap();
+    let crd = dir.path().join("crd.yaml");
+    std::fs::write(
+        &crd,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets}\nspec: {group: gadgets.example.com, scope: Namespaced, names: {plural: gadgets, kind: Gadget}, versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]}\n",
+    )
+    .unwrap();
+    // --validate=false: the reference server serves no OpenAPI for client-side validation.
+    let (ok, _, stderr) = kubectl(
+        &k,
+        &["create", "--validate=false", "-f", crd.to_str().unwrap()],
+    );
+    assert!(
+        !ok && stderr.contains(
+            "is invalid: metadata.name: Invalid value: \"gadgets\": must be spec.names.plural+\".\"+spec.group"
+        ),
+        "{stderr}"
+    );
     server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_scenario_crd_not_named_plural_dot_group_is_refused_at_load() {
+    let text = std::fs::read_to_string(repo().join("fixtures/scenarios/healthy.yaml"))
+        .unwrap()
+        .replace("name: crontabs.stable.example.com", "name: crontabs");
+    assert!(text.contains("name: crontabs\n") || text.contains("name: crontabs}"));
+    let s = scenario::load_str(&text, "healthy.yaml").unwrap();
+    let Err(err) = RefServer::start(s, IDLE).await else {
+        panic!("a misnamed CRD was loaded");
+    };
+    assert!(
+        format!("{err:#}").contains("must be spec.names.plural+\".\"+spec.group"),
+        "{err:#}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

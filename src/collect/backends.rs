@@ -4,7 +4,8 @@
 //! controllers' own observations of the extension paths, added as observations of that request.
 //!
 //! Objects are fetched by name (GET) rather than listed cluster-wide: a large cluster has thousands of
-//! Services and only a handful matter. A 404 is evidence (the Service is missing) and is recorded as
+//! Services and only a handful matter — until the handful is itself large ([`BY_NAME_LIMIT`]), when
+//! one paged list per kind is cheaper than three requests per Service. A 404 is evidence (the Service is missing) and is recorded as
 //! absence, not as a gap; a 403 or a timeout is a gap, so a rule can tell "missing" from "not seen".
 
 use futures::StreamExt;
@@ -81,12 +82,90 @@ async fn get_optional<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// Above this many referenced Services (or their namespaces), stage two lists each kind once
+/// cluster-wide and keeps the referenced ones, rather than fetching three objects per Service (and
+/// the Events of each namespace): at the scale benchmark's 500 APIServices that is a handful of
+/// paged lists instead of 2,000 requests.
+pub const BY_NAME_LIMIT: usize = 100;
+
 /// Stage two: Services, Endpoints, EndpointSlices and Events of the references.
 ///
 /// # Errors
 /// Never as a whole; per-object failures are gaps in the result.
 pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchError> {
     let mut out = Backends::default();
+    let aggregated_path = format!(
+        "/api/v1/events?fieldSelector={}",
+        urlencode("involvedObject.kind=APIService")
+    );
+    let warnings_path = format!("/api/v1/events?fieldSelector={}", urlencode("type=Warning"));
+    let mut of_namespaces = Backends::default();
+    let (_, _, (aggregated, warnings)) = tokio::join!(
+        services_endpoints_slices(f, refs, &mut out),
+        namespace_events(f, refs, &mut of_namespaces),
+        async { tokio::join!(f.list_all(&aggregated_path), f.list_all(&warnings_path)) }
+    );
+    out.events = of_namespaces.events;
+    out.gaps.extend(of_namespaces.gaps);
+    finish(out, aggregated, warnings)
+}
+
+/// The referenced Services, their Endpoints and EndpointSlices: by name, or listed when there are
+/// many (see [`BY_NAME_LIMIT`]). A Service that is not there is absence, not a gap.
+async fn services_endpoints_slices(f: &Fetcher, refs: &References, out: &mut Backends) {
+    if refs.services.len() > BY_NAME_LIMIT {
+        let (svcs, eps, slices) = tokio::join!(
+            f.list_all("/api/v1/services"),
+            f.list_all("/api/v1/endpoints"),
+            f.list_all("/apis/discovery.k8s.io/v1/endpointslices")
+        );
+        let named = |v: &Value| {
+            let meta = |k: &str| {
+                v.pointer(&format!("/metadata/{k}"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            refs.services.contains(&(meta("namespace"), meta("name")))
+        };
+        let of_service = |v: &Value| {
+            let ns = v
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let svc = v
+                .pointer("/metadata/labels/kubernetes.io~1service-name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            refs.services.contains(&(ns.to_string(), svc.to_string()))
+        };
+        keep_listed(
+            svcs,
+            named,
+            "objects/services",
+            &mut out.services,
+            &mut out.gaps,
+        );
+        keep_listed(
+            eps,
+            named,
+            "objects/endpoints",
+            &mut out.endpoints,
+            &mut out.gaps,
+        );
+        match slices {
+            // Clusters before 1.21 serve no discovery.k8s.io/v1: Endpoints are the evidence there.
+            Err(FetchError::Status { code: 404, .. }) => {}
+            slices => keep_listed(
+                slices,
+                of_service,
+                "objects/endpointslices",
+                &mut out.slices,
+                &mut out.gaps,
+            ),
+        }
+        return;
+    }
     let per_service = futures::stream::iter(refs.services.iter().cloned())
         .map(|(ns, name)| async move {
             let svc_path = format!("/api/v1/namespaces/{ns}/services/{name}");
@@ -134,9 +213,49 @@ pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchErro
                 .push(gap(&format!("objects/endpointslices/{ns}/{name}"), &e)),
         }
     }
+}
 
-    let names: std::collections::BTreeSet<(String, String)> = refs.services.clone();
-    let events = futures::stream::iter(refs.namespaces.iter().cloned())
+/// The items of a cluster-wide list that `keep` selects, decoded; the list's failure as one gap.
+fn keep_listed<T: serde::de::DeserializeOwned>(
+    listed: Result<Vec<Value>, FetchError>,
+    keep: impl Fn(&Value) -> bool,
+    source: &str,
+    into: &mut Vec<T>,
+    gaps: &mut Vec<Gap>,
+) {
+    match listed {
+        Ok(items) => {
+            let (ok, g) = decode_items(source, items.into_iter().filter(|v| keep(v)).collect());
+            into.extend(ok);
+            gaps.extend(g);
+        }
+        Err(e) => gaps.push(gap(source, &e)),
+    }
+}
+
+/// Events about the referenced Services and Endpoints, and Warnings about Pods and EndpointSlices
+/// in their namespaces: per namespace, or listed once when there are many namespaces.
+async fn namespace_events(f: &Fetcher, refs: &References, out: &mut Backends) {
+    let names = &refs.services;
+    if refs.namespaces.len() > BY_NAME_LIMIT {
+        let listed = f.list_all("/api/v1/events").await;
+        let relevant = |e: &Value| {
+            let ns = e
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            refs.namespaces.contains(ns) && event_is_relevant(e, ns, names)
+        };
+        keep_listed(
+            listed,
+            relevant,
+            "objects/events",
+            &mut out.events,
+            &mut out.gaps,
+        );
+        return;
+    }
+    let mut events = futures::stream::iter(refs.namespaces.iter().cloned())
         .map(|ns| async move {
             let r = f.list_all(&format!("/api/v1/namespaces/{ns}/events")).await;
             (ns, r)
@@ -144,21 +263,13 @@ pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchErro
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    let aggregated_path = format!(
-        "/api/v1/events?fieldSelector={}",
-        urlencode("involvedObject.kind=APIService")
-    );
-    let warnings_path = format!("/api/v1/events?fieldSelector={}", urlencode("type=Warning"));
-    let (aggregated, warnings) =
-        tokio::join!(f.list_all(&aggregated_path), f.list_all(&warnings_path));
-    let mut events = events;
     events.sort_by(|a, b| a.0.cmp(&b.0));
     for (ns, r) in events {
         match r {
             Ok(items) => {
                 let relevant: Vec<Value> = items
                     .into_iter()
-                    .filter(|e| event_is_relevant(e, &ns, &names))
+                    .filter(|e| event_is_relevant(e, &ns, names))
                     .collect();
                 let (ok, gaps) = decode_items::<core::Event>("objects/events", relevant);
                 out.events.extend(ok);
@@ -167,6 +278,14 @@ pub async fn fetch(f: &Fetcher, refs: &References) -> Result<Backends, FetchErro
             Err(e) => out.gaps.push(gap(&format!("objects/events/{ns}"), &e)),
         }
     }
+}
+
+/// The cluster-wide Events: about APIServices, and Warnings that report a failed request.
+fn finish(
+    mut out: Backends,
+    aggregated: Result<Vec<Value>, FetchError>,
+    warnings: Result<Vec<Value>, FetchError>,
+) -> Result<Backends, FetchError> {
     match aggregated {
         Ok(items) => {
             let (ok, gaps) = decode_items::<core::Event>("objects/events", items);

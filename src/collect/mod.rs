@@ -373,8 +373,16 @@ async fn later_stages(
     let mut out = Later::default();
 
     // Stage two: objects behind the references, discovery probes, events.
-    let objects = bounded(deadline, backends::fetch(fetcher, references));
-    let probes = discovery::probe_all(fetcher, bundle, opts.list_probe, deadline);
+    let objects = async {
+        let r = bounded(deadline, backends::fetch(fetcher, references)).await;
+        progress.step("Services, endpoints and events");
+        r
+    };
+    let probes = async {
+        let r = discovery::probe_all(fetcher, bundle, opts.list_probe, deadline).await;
+        progress.step("discovery and list probes");
+        r
+    };
     let admission = async {
         if opts.probe_admission {
             discovery::probe_admission(fetcher, bundle, &opts.namespace, deadline).await
@@ -384,7 +392,6 @@ async fn later_stages(
     };
     let (objects, (probes, probe_gaps), (adm_probes, adm_gaps)) =
         tokio::join!(objects, probes, admission);
-    progress.step("Services, endpoints and discovery probes");
     out.probes.extend(probes);
     out.probes.extend(adm_probes);
     out.gaps.extend(probe_gaps);
@@ -401,6 +408,7 @@ async fn later_stages(
     // handshakes with the backends.
     let pods_and_logs = async {
         let pods = bounded(deadline, backends::fetch_pods(fetcher, &backends)).await;
+        progress.step("pods");
         let logs = match &pods {
             Ok(p) if opts.pod_logs => {
                 logs::fetch(fetcher, bundle, references, &p.by_service, deadline).await
@@ -410,10 +418,13 @@ async fn later_stages(
         (pods, logs)
     };
     let targets = certificates::targets(bundle, &backends, &opts.backend_addresses);
-    let handshakes = certificates::capture_all(targets, opts.request_timeout, deadline);
+    let handshakes = async {
+        let r = certificates::capture_all(targets, opts.request_timeout, deadline).await;
+        progress.step("TLS handshakes");
+        r
+    };
     let ((pods, (log_findings, log_gaps)), (certs, cert_gaps)) =
         tokio::join!(pods_and_logs, handshakes);
-    progress.step("pods and TLS handshakes");
     out.gaps.extend(backends.gaps.clone());
     out.contributions
         .push(Box::new(move |b: &mut EvidenceBundle| backends.apply(b)));

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use cel::common::types::{CelBool, CelString};
 use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, Value};
 
@@ -41,9 +42,27 @@ pub fn env() -> Arc<Env> {
         let mut env = Env::stdlib();
         env.add_extension(cel::extensions::strings)
             .expect("the string extension declares no conflicting overloads");
+        // CEL's `matches`, with the regex compiled once per pattern rather than per call (the
+        // crate's own, behind its `regex` feature, is not enabled).
+        cel::add_overload!(env, fn matches: (CelString, CelString) -> Result<CelBool>, id = "matches")
+            .expect("matches is not declared without the regex feature");
+        cel::add_member_overload!(env, fn matches: (CelString, CelString) -> Result<CelBool>)
+            .expect("matches is not declared without the regex feature");
         Arc::new(env)
     })
     .clone()
+}
+
+/// `s.matches(re)` / `matches(s, re)`: whether RE2-style `re` matches anywhere in `s`, in the words
+/// of CEL's own implementation when `re` is invalid.
+fn matches(this: &CelString<'_>, re: &CelString<'_>) -> Result<CelBool, ExecutionError> {
+    match super::regex_cache::compiled(re.inner()) {
+        Ok(compiled) => Ok(CelBool::from(compiled.is_match(this.inner()))),
+        Err(e) => Err(err(
+            "matches",
+            format!("'{}' not a valid regex:\n{e}", re.inner()),
+        )),
+    }
 }
 
 fn err(function: &str, message: impl ToString) -> ExecutionError {
@@ -319,6 +338,23 @@ mod tests {
         let mut ctx = Context::with_env(env.clone());
         register(&mut ctx, Arc::new(MetricsIndex::new(&[])));
         env.compile(src).unwrap().execute(&ctx)
+    }
+
+    #[test]
+    fn matches_is_an_unanchored_regex_search_in_both_call_forms() {
+        assert_eq!(
+            eval(
+                "'bad status from https://10.0.0.1/apis: 401'.matches('bad status from [^ ]*: 401')"
+            ),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            eval("matches('watch chan error', 'chan')"),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(eval("'abc'.matches('^b')"), Ok(Value::Bool(false)));
+        let e = eval("'abc'.matches('(b')").unwrap_err();
+        assert!(format!("{e:?}").contains("not a valid regex"), "{e:?}");
     }
 
     #[test]

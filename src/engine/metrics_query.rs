@@ -53,7 +53,8 @@ impl LabelMatch {
 /// A message for an invalid regex.
 pub fn label_match(key: &str, values: Vec<String>) -> Result<LabelMatch, String> {
     let anchored = |r: &str| {
-        regex::Regex::new(&format!("^(?:{r})$")).map_err(|e| format!("label regex {r:?}: {e}"))
+        super::regex_cache::compiled(&format!("^(?:{r})$"))
+            .map_err(|e| format!("label regex {r:?}: {e}"))
     };
     let first = values.first().cloned().unwrap_or_default();
     Ok(if let Some(k) = key.strip_suffix("=~") {

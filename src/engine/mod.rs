@@ -23,6 +23,7 @@ pub mod facts;
 pub mod filter;
 pub mod functions;
 pub mod metrics_query;
+pub mod regex_cache;
 pub mod rules;
 pub mod ruletest;
 pub mod settings;

@@ -47,8 +47,7 @@ pub fn default_on_create(state: &State, def: &ResourceDef, obj: &mut Value) {
             let external =
                 obj.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName");
             if !external && obj.pointer("/spec/clusterIP").is_none() {
-                let (svcs, _) = state.store.list("", "services", None);
-                let n = svcs.len() + 10;
+                let n = state.store.count("", "services") + 10;
                 obj["spec"]["clusterIP"] = json!(format!("10.96.{}.{}", n / 250, n % 250 + 1));
                 obj["spec"]["clusterIPs"] = json!([obj["spec"]["clusterIP"].clone()]);
             }
@@ -399,6 +398,11 @@ pub fn load_initial(state: &State) -> Result<(), String> {
                 .cloned(),
         };
         let def = def.ok_or_else(|| format!("{api_version} {kind} is not served"))?;
+        if kind == "CustomResourceDefinition"
+            && let Some(why) = registry::crd_name_error(&o)
+        {
+            return Err(format!("CustomResourceDefinition: {why}"));
+        }
         let mut o = o;
         if def.namespaced && o.pointer("/metadata/namespace").is_none() {
             o["metadata"]["namespace"] = json!("default");

@@ -42,14 +42,7 @@ const DURATION_BUCKETS: &[f64] = &[
 ];
 
 fn crd_of(state: &State, def: &ResourceDef) -> Option<Value> {
-    let (crds, _) = state
-        .store
-        .list("apiextensions.k8s.io", "customresourcedefinitions", None);
-    crds.into_iter().find(|c| {
-        c.pointer("/spec/group").and_then(Value::as_str) == Some(def.group.as_str())
-            && c.pointer("/spec/names/plural").and_then(Value::as_str)
-                == Some(def.resource.as_str())
-    })
+    super::registry::crd_for(&state.store, &def.group, &def.resource)
 }
 
 async fn convert(

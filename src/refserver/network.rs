@@ -55,6 +55,8 @@ fn ready_endpoint(state: &State, ns: &str, svc: &Value, port: u16) -> Option<(St
     None
 }
 
+/// The spawned backend an address (a Pod IP of an Endpoints address, or a host the scenario's
+/// `network:` map names) lands on.
 fn mapped(state: &State, host: &str, port: u16) -> Option<u16> {
     let backend = state
         .scenario
@@ -84,22 +86,19 @@ pub fn route(state: &State, host: &str, port: u16) -> Result<(String, Option<u16
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let target =
-            ready_endpoint(state, ns, &svc, port).and_then(|(a, p)| route(state, &a, p).ok()?.1);
+        let target = ready_endpoint(state, ns, &svc, port).and_then(|(a, p)| mapped(state, &a, p));
         return Ok((format!("{ip}:{port}"), target));
     }
     if host.parse::<std::net::IpAddr>().is_ok() {
-        let (services, _) = state.store.list("", "services", None);
-        if let Some(svc) = services
-            .iter()
-            .find(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str) == Some(host))
-        {
+        if let Some(svc) = state.store.find("", "services", |s| {
+            s.pointer("/spec/clusterIP").and_then(Value::as_str) == Some(host)
+        }) {
             let ns = svc
                 .pointer("/metadata/namespace")
                 .and_then(Value::as_str)
                 .unwrap_or("default");
             let target =
-                ready_endpoint(state, ns, svc, port).and_then(|(a, p)| route(state, &a, p).ok()?.1);
+                ready_endpoint(state, ns, &svc, port).and_then(|(a, p)| mapped(state, &a, p));
             return Ok((format!("{host}:{port}"), target));
         }
         return Ok((format!("{host}:{port}"), mapped(state, host, port)));

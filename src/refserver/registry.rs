@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::store::Store;
+use super::store::{Key, Store};
 
 /// One served resource at one version.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,6 +326,35 @@ pub fn all(store: &Store) -> Vec<ResourceDef> {
     out
 }
 
+/// The stored CRD that defines `plural` in `group`. The API server requires a CRD's name to be
+/// `<plural>.<group>` (see [`crd_name_error`]), so this is one lookup, not a scan of every CRD.
+pub fn crd_for(store: &Store, group: &str, plural: &str) -> Option<Value> {
+    store.get(&Key::new(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "",
+        &format!("{plural}.{group}"),
+    ))
+}
+
+/// Why a CRD's name is not the one the API server requires, in its words, if it is not.
+pub fn crd_name_error(crd: &Value) -> Option<String> {
+    let name = crd.pointer("/metadata/name").and_then(Value::as_str)?;
+    let plural = crd
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let group = crd
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    (name != format!("{plural}.{group}")).then(|| {
+        format!(
+            "metadata.name: Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"
+        )
+    })
+}
+
 /// Look a resource up by group, version and plural.
 pub fn resolve(store: &Store, group: &str, version: &str, resource: &str) -> Option<ResourceDef> {
     if let Some(b) = BUILTINS
@@ -334,10 +363,9 @@ pub fn resolve(store: &Store, group: &str, version: &str, resource: &str) -> Opt
     {
         return Some(builtin_def(b));
     }
-    let (crds, _) = store.list("apiextensions.k8s.io", "customresourcedefinitions", None);
-    crds.iter()
-        .flat_map(crd_resources)
-        .find(|d| d.group == group && d.version == version && d.resource == resource)
+    crd_resources(&crd_for(store, group, resource)?)
+        .into_iter()
+        .find(|d| d.version == version)
 }
 
 /// Every resource served in one group/version.

@@ -87,15 +87,13 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
 
 /// Refresh `apiserver_storage_objects` for a resource.
 pub fn count_objects(state: &State, def: &ResourceDef) {
-    let (items, _) = state.store.list(&def.group, &def.resource, None);
+    let count = state.store.count(&def.group, &def.resource);
     let name = if def.group.is_empty() {
         def.resource.clone()
     } else {
         format!("{}.{}", def.resource, def.group)
     };
-    state
-        .metrics
-        .set(&STORAGE_OBJECTS, &[&name], items.len() as f64);
+    state.metrics.set(&STORAGE_OBJECTS, &[&name], count as f64);
 }
 
 /// The `etcd` readiness check: fails when a fault on every resource makes etcd unusable (an error,

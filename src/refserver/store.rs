@@ -192,10 +192,13 @@ impl Store {
     /// namespace and name, and the resourceVersion of the snapshot.
     pub fn list(&self, group: &str, resource: &str, namespace: Option<&str>) -> (Vec<Value>, u64) {
         let inner = self.lock();
+        // Keys sort by group, resource, namespace, name: one resource (in one namespace) is a
+        // contiguous range, so a list costs what it returns, not the size of the store.
+        let start = Key::new(group, resource, namespace.unwrap_or(""), "");
         let items = inner
             .objects
-            .iter()
-            .filter(|(k, _)| {
+            .range(start..)
+            .take_while(|(k, _)| {
                 k.group == group
                     && k.resource == resource
                     && namespace.is_none_or(|ns| k.namespace == ns)
@@ -203,6 +206,35 @@ impl Store {
             .map(|(_, v)| v.clone())
             .collect();
         (items, inner.rv)
+    }
+
+    /// How many objects of a resource there are (all namespaces), without copying them.
+    pub fn count(&self, group: &str, resource: &str) -> usize {
+        let inner = self.lock();
+        let start = Key::new(group, resource, "", "");
+        inner
+            .objects
+            .range(start..)
+            .take_while(|(k, _)| k.group == group && k.resource == resource)
+            .count()
+    }
+
+    /// The first object of a resource (all namespaces) that `matches`, cloning only that one: for
+    /// per-request lookups by a field (a Service by its cluster IP) on a large store.
+    pub fn find(
+        &self,
+        group: &str,
+        resource: &str,
+        matches: impl Fn(&Value) -> bool,
+    ) -> Option<Value> {
+        let inner = self.lock();
+        let start = Key::new(group, resource, "", "");
+        inner
+            .objects
+            .range(start..)
+            .take_while(|(k, _)| k.group == group && k.resource == resource)
+            .find(|(_, v)| matches(v))
+            .map(|(_, v)| v.clone())
     }
 
     /// Every key in the store.

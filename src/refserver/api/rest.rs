@@ -226,6 +226,13 @@ async fn create(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, A
             }
         }
     }
+    if def.group == "apiextensions.k8s.io"
+        && def.resource == "customresourcedefinitions"
+        && let Some(why) = crate::refserver::registry::crd_name_error(&obj)
+    {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        return Err(ApiError::invalid(&def.kind, name, &why));
+    }
     default_on_create(state, def, &mut obj);
     let obj = admission::admit(state, def, Operation::Create, obj, None, call.user, info).await?;
     let obj = conversion::to_storage(state, def, obj).await?;

@@ -221,10 +221,12 @@ fn main() {
     }
     let started = Instant::now();
     let (server_cpu_before, _) = cpu_seconds();
+    let requests_before = server.requests().len();
     let out = scan.output().expect("scan runs");
     let scan_time = started.elapsed();
     let (server_cpu_after, scan_cpu) = cpu_seconds();
     let server_cpu = server_cpu_after - server_cpu_before;
+    let scan_requests = server.requests().len() - requests_before;
     let scan_rss_kb = peak_rss_of_children_kb();
     if let Some(dir) = std::env::var_os("EXTPATH_SCALE_OUT") {
         std::fs::write(
@@ -365,6 +367,7 @@ fn main() {
         scan_time.as_secs_f64(),
         scan_rss_kb as f64 / 1024.0
     );
+    println!("    requests the server received:   {scan_requests:>8}");
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     println!(
         "    CPU during the scan:            {:>8.2} s reference server + {:.2} s scan, of {:.2} s ({cores} cores x wall)",

@@ -197,7 +197,7 @@ yaml\t'The same document as YAML'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l color -d 'Colour in the human view: auto (a terminal, NO_COLOR unset), always or never' -r -f -a "auto\t'Colour when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`'
 always\t'Always colour (also when piped, e.g. into `less -R`)'
 never\t'Never colour'"
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l fail-on -d 'Exit 1 when a verdict of this path is at or above this severity (Inconclusive counts as warning)' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l fail-on -d 'Exit 1 when the request\'s verdict is at or above this severity (Inconclusive counts as warning), or when the request failed and nothing explains it' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
 critical\t'Critical verdicts only'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l set -d 'Set a rule setting, e.g. `etcd_request_p99_warn_seconds=1` (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F

@@ -30,4 +30,5 @@ mod report;
 mod report_cases;
 mod report_waivers;
 mod scan;
+mod scan_hostile;
 mod why;

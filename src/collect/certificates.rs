@@ -201,15 +201,37 @@ impl ServerCertVerifier for Recorder {
     }
 }
 
+/// Why a served chain could not be captured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CaptureError {
+    /// The connection or the handshake did not finish in time (a backend that accepts TCP and
+    /// never answers, a black-holed route).
+    #[error("{0}")]
+    Timeout(String),
+    /// Refused, reset, no route, or a handshake that failed outright.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CaptureError {
+    fn gap_reason(&self) -> GapReason {
+        match self {
+            CaptureError::Timeout(_) => GapReason::Timeout,
+            CaptureError::Failed(_) => GapReason::Unreachable,
+        }
+    }
+}
+
 /// Shake hands with `address`, sending `server_name` as SNI, and return the presented chain.
 ///
 /// # Errors
-/// The connection or handshake failure, as text.
+/// The connection or handshake failure, or the timeout.
 pub async fn capture_chain(
     address: &str,
     server_name: &str,
     timeout: Duration,
-) -> Result<Vec<CertificateDer<'static>>, String> {
+) -> Result<Vec<CertificateDer<'static>>, CaptureError> {
+    let failed = |e: String| CaptureError::Failed(e);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let recorder = Arc::new(Recorder {
         chain: Mutex::new(Vec::new()),
@@ -217,28 +239,34 @@ pub async fn capture_chain(
     });
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(|e| failed(e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(recorder.clone())
         .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let sni = ServerName::try_from(server_name.to_string()).map_err(|e| e.to_string())?;
+    let sni = ServerName::try_from(server_name.to_string()).map_err(|e| failed(e.to_string()))?;
+    let connected = std::sync::atomic::AtomicBool::new(false);
     let work = async {
         let tcp = tokio::net::TcpStream::connect(address)
             .await
-            .map_err(|e| format!("dial tcp {address}: {e}"))?;
+            .map_err(|e| failed(format!("dial tcp {address}: {e}")))?;
+        connected.store(true, std::sync::atomic::Ordering::Relaxed);
         connector
             .connect(sni, tcp)
             .await
-            .map_err(|e| format!("TLS handshake with {address}: {e}"))?;
-        Ok::<_, String>(())
+            .map_err(|e| failed(format!("TLS handshake with {address}: {e}")))?;
+        Ok::<_, CaptureError>(())
     };
-    tokio::time::timeout(timeout, work)
-        .await
-        .map_err(|_| format!("dial tcp {address}: no answer within {timeout:?}"))??;
+    tokio::time::timeout(timeout, work).await.map_err(|_| {
+        CaptureError::Timeout(if connected.load(std::sync::atomic::Ordering::Relaxed) {
+            format!("TLS handshake with {address}: no answer within {timeout:?}")
+        } else {
+            format!("dial tcp {address}: no answer within {timeout:?}")
+        })
+    })??;
     let chain = recorder.chain.lock().map(|c| c.clone()).unwrap_or_default();
     if chain.is_empty() {
-        return Err(format!("{address} presented no certificate"));
+        return Err(failed(format!("{address} presented no certificate")));
     }
     Ok(chain)
 }
@@ -260,9 +288,11 @@ pub async fn capture_all(
                 .await
                 {
                     Ok(r) => r,
-                    Err(_) => Err("not finished within --timeout".to_string()),
+                    Err(_) => Err(CaptureError::Timeout(
+                        "not finished within --timeout".to_string(),
+                    )),
                 },
-                Err(why) => Err(why.clone()),
+                Err(why) => Err(CaptureError::Failed(why.clone())),
             };
             (t, r)
         })
@@ -305,9 +335,9 @@ pub async fn capture_all(
                 if t.address.is_err() {
                     GapReason::NotSupplied
                 } else {
-                    GapReason::Unreachable
+                    why.gap_reason()
                 },
-                why,
+                why.to_string(),
             )),
         }
     }

@@ -2,7 +2,8 @@
 //! per request, per-priority-level concurrency limits and a queue, and the real rejection.
 //!
 //! Limits follow the objects in the store, like the real config controller: a Limited level's
-//! nominal limit is `ceil(serverConcurrencyLimit × nominalConcurrencyShares / Σ shares)`; with
+//! nominal limit is `ceil(serverConcurrencyLimit × nominalConcurrencyShares / Σ shares)` (zero
+//! shares, which flowcontrol v1 allows, is zero seats: borrowing is not modelled); with
 //! `limitResponse.type: Reject` a request that finds no free seat is rejected (`concurrency-limit`),
 //! with `Queue` it waits in one FIFO per level of `queueLengthLimit` (shuffle sharding is not
 //! modelled: one flow fills one queue, which is what a flood from one user does), and a full queue
@@ -309,6 +310,13 @@ impl Apf {
         let total: f64 = levels.iter().map(shares).sum();
         if total <= 0.0 {
             return self.server_limit;
+        }
+        if shares(pl) <= 0.0
+            && pl
+                .pointer("/spec/limited/nominalConcurrencyShares")
+                .is_some()
+        {
+            return 0;
         }
         ((self.server_limit as f64) * shares(pl) / total)
             .ceil()

@@ -32,7 +32,7 @@ use crate::collect::why::{
 };
 use crate::collect::{Fetcher, connect};
 use crate::engine::SubjectKind;
-use crate::engine::waivers::exceeds;
+use crate::engine::waivers::gate_severity;
 use crate::engine::{Diagnosis, Severity, Verdict};
 use crate::report::{ColorChoice, DEFAULT_WIDTH, Format, RenderOptions};
 
@@ -99,8 +99,8 @@ pub struct WhyArgs {
     /// Colour in the human view: auto (a terminal, NO_COLOR unset), always or never.
     #[arg(long = "color", value_enum, default_value = "auto")]
     pub color: ColorChoice,
-    /// Exit 1 when a verdict of this path is at or above this severity (Inconclusive counts as
-    /// warning).
+    /// Exit 1 when the request's verdict is at or above this severity (Inconclusive counts as
+    /// warning), or when the request failed and nothing explains it.
     #[arg(long = "fail-on", value_enum, default_value = "critical")]
     pub fail_on: FailOn,
     /// Set a rule setting, e.g. `etcd_request_p99_warn_seconds=1` (repeatable).
@@ -306,9 +306,13 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
         FailOn::Warning => Severity::Warning,
         FailOn::Critical => Severity::Critical,
     };
-    Ok(if exceeds(&d, threshold) {
-        EXIT_FINDINGS
-    } else {
-        EXIT_OK
-    })
+    // The request's own verdict decides: a request that works exits 0 even when something else
+    // on its path is broken (shown as other findings), and one that fails with nothing to explain
+    // it is not a pass.
+    let failed = inv.probe().status.is_none_or(|s| s >= 400);
+    let gate = match verdict {
+        Some(v) => gate_severity(v).is_some_and(|s| s >= threshold),
+        None => failed,
+    };
+    Ok(if gate { EXIT_FINDINGS } else { EXIT_OK })
 }

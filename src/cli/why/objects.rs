@@ -403,6 +403,9 @@ pub(super) fn custom_resource(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
     if trace.method.is_write() {
         out.extend(webhook_steps(b, trace));
     }
+    // The step speaks for the CRD's conversion only when this request is converted: a failing
+    // conversion webhook breaks other versions, not one read as it is stored, so its findings are
+    // then other findings, not this request's.
     let mut conv = Step::new(
         Rung::Conversion,
         Seen::Ok,
@@ -441,8 +444,16 @@ pub(super) fn custom_resource(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
                 }
             )
         },
-    )
-    .about(SubjectKind::CustomResourceDefinition, &crd.name, None);
+    );
+    if route.converts {
+        conv = conv.about(SubjectKind::CustomResourceDefinition, &crd.name, None);
+    } else {
+        conv.object = Some(format!(
+            "{}/{}",
+            SubjectKind::CustomResourceDefinition,
+            crd.name
+        ));
+    }
     if route.converts
         && let Some(s) = crd
             .conversion

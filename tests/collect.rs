@@ -398,14 +398,17 @@ objects:
 "#;
 
 /// The ClusterRole of deploy/rbac.yaml, as the reference server's allow rules.
-fn shipped_cluster_role_rules() -> String {
+/// The ClusterRole shipped in deploy/rbac.yaml.
+pub(crate) fn shipped_cluster_role() -> Value {
     let text = std::fs::read_to_string(repo().join("deploy/rbac.yaml")).unwrap();
-    let role: serde_json::Value = text
-        .split("\n---")
-        .map(|doc| serde_saphyr::from_str::<serde_json::Value>(doc).unwrap())
+    text.split("\n---")
+        .map(|doc| serde_saphyr::from_str::<Value>(doc).unwrap())
         .find(|d| d["kind"] == "ClusterRole")
-        .expect("deploy/rbac.yaml has a ClusterRole");
-    serde_json::to_string(&role["rules"]).unwrap()
+        .expect("deploy/rbac.yaml has a ClusterRole")
+}
+
+fn shipped_cluster_role_rules() -> String {
+    serde_json::to_string(&shipped_cluster_role()["rules"]).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

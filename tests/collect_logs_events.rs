@@ -93,12 +93,7 @@ async fn pod_logs_attach_the_extension_servers_errors_to_its_apiservice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_log_the_collector_may_not_read_is_a_gap() {
     // The shipped least-privilege role does not grant pods/log.
-    let text = std::fs::read_to_string(repo().join("deploy/rbac.yaml")).unwrap();
-    let role: Value = text
-        .split("\n---")
-        .map(|doc| serde_saphyr::from_str::<Value>(doc).unwrap())
-        .find(|d| d["kind"] == "ClusterRole")
-        .unwrap();
+    let role = crate::collect::shipped_cluster_role();
     let scenario = std::fs::read_to_string(
         repo().join("fixtures/scenarios/auth-backend-403-delegated-authz.yaml"),
     )

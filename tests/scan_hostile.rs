@@ -12,13 +12,7 @@ use crate::util::repo;
 
 /// The shipped ClusterRole's rules without `/metrics`.
 fn rules_without_metrics() -> Value {
-    let text = std::fs::read_to_string(repo().join("deploy/rbac.yaml")).unwrap();
-    let role: Value = text
-        .split("\n---")
-        .map(|doc| serde_saphyr::from_str::<Value>(doc).unwrap())
-        .find(|d| d["kind"] == "ClusterRole")
-        .unwrap();
-    let mut rules = role["rules"].clone();
+    let mut rules = crate::collect::shipped_cluster_role()["rules"].clone();
     for r in rules.as_array_mut().unwrap() {
         if let Some(urls) = r.get_mut("nonResourceURLs").and_then(Value::as_array_mut) {
             urls.retain(|u| u != "/metrics");

@@ -133,6 +133,20 @@ fn set_meta(obj: &mut Value, field: &str, v: Value) {
     obj["metadata"][field] = v;
 }
 
+/// The objects of one resource (in one namespace). Keys sort by group, resource, namespace, name,
+/// so that is a contiguous range: a lookup costs what it returns, not the size of the store.
+fn of_resource<'a>(
+    inner: &'a Inner,
+    group: &'a str,
+    resource: &'a str,
+    namespace: Option<&'a str>,
+) -> impl Iterator<Item = (&'a Key, &'a Value)> {
+    let start = Key::new(group, resource, namespace.unwrap_or(""), "");
+    inner.objects.range(start..).take_while(move |(k, _)| {
+        k.group == group && k.resource == resource && namespace.is_none_or(|ns| k.namespace == ns)
+    })
+}
+
 impl Store {
     /// An empty store keeping at most `history_limit` events for watches.
     pub fn new(history_limit: usize) -> Self {
@@ -192,17 +206,7 @@ impl Store {
     /// namespace and name, and the resourceVersion of the snapshot.
     pub fn list(&self, group: &str, resource: &str, namespace: Option<&str>) -> (Vec<Value>, u64) {
         let inner = self.lock();
-        // Keys sort by group, resource, namespace, name: one resource (in one namespace) is a
-        // contiguous range, so a list costs what it returns, not the size of the store.
-        let start = Key::new(group, resource, namespace.unwrap_or(""), "");
-        let items = inner
-            .objects
-            .range(start..)
-            .take_while(|(k, _)| {
-                k.group == group
-                    && k.resource == resource
-                    && namespace.is_none_or(|ns| k.namespace == ns)
-            })
+        let items = of_resource(&inner, group, resource, namespace)
             .map(|(_, v)| v.clone())
             .collect();
         (items, inner.rv)
@@ -210,13 +214,7 @@ impl Store {
 
     /// How many objects of a resource there are (all namespaces), without copying them.
     pub fn count(&self, group: &str, resource: &str) -> usize {
-        let inner = self.lock();
-        let start = Key::new(group, resource, "", "");
-        inner
-            .objects
-            .range(start..)
-            .take_while(|(k, _)| k.group == group && k.resource == resource)
-            .count()
+        of_resource(&self.lock(), group, resource, None).count()
     }
 
     /// The first object of a resource (all namespaces) that `matches`, cloning only that one: for
@@ -227,12 +225,7 @@ impl Store {
         resource: &str,
         matches: impl Fn(&Value) -> bool,
     ) -> Option<Value> {
-        let inner = self.lock();
-        let start = Key::new(group, resource, "", "");
-        inner
-            .objects
-            .range(start..)
-            .take_while(|(k, _)| k.group == group && k.resource == resource)
+        of_resource(&self.lock(), group, resource, None)
             .find(|(_, v)| matches(v))
             .map(|(_, v)| v.clone())
     }

@@ -14,6 +14,7 @@ pub use crate::promtext::{
 };
 
 use super::Window;
+use crate::promtext::MetricKind::{Counter as C, Gauge as G, Histogram as H};
 
 /// Which process the metrics came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -70,84 +71,213 @@ impl MetricsSource {
     }
 }
 
-/// The families extpath keeps from a kube-apiserver, extension API server or etcd `/metrics`
-/// dump: the ones rules read (REFERENCE §3, METRICS-NOTES.md), grouped by layer. Everything else —
-/// most of a 30 MB dump is `apiserver_request_duration_seconds_bucket` — is dropped after reading
-/// only the metric name. Names of older releases are kept beside their successors so that rules
-/// work on every supported version.
-pub fn default_selection() -> crate::promtext::Selection {
-    crate::promtext::Selection::names([
-        // Identity and age of the process: tells dumps apart and says how much history the
-        // cumulative counters hold.
-        "process_start_time_seconds",
-        "kubernetes_build_info",
-        // All layers: what kube-apiserver answered and what it terminated in self-defense
-        // (`component="aggregator"` marks the aggregator's own 503s; APF 429s are here and in
-        // dropped requests, not in apiserver_request_total).
-        "apiserver_request_total",
-        "apiserver_request_terminations_total",
-        "apiserver_dropped_requests_total",
-        "apiserver_current_inflight_requests",
-        "apiserver_tls_handshake_errors_total",
-        // Admission: CRD conversion webhooks (the admission webhook families are prefixes below).
+/// A family extpath reads: its name, its type as kube-apiserver and etcd expose it (REFERENCE §3,
+/// checked against the real captures), the layer whose rules read it, and whether etcd itself
+/// exposes it (read with the etcd selector from Prometheus).
+pub struct KnownFamily {
+    /// Family name.
+    pub name: &'static str,
+    /// Type as exposed.
+    pub kind: MetricKind,
+    /// The layer (rule input) it serves.
+    pub layer: &'static str,
+    /// Exposed by etcd itself.
+    pub etcd: bool,
+}
+
+const fn k(name: &'static str, kind: MetricKind, layer: &'static str) -> KnownFamily {
+    KnownFamily {
+        name,
+        kind,
+        layer,
+        etcd: false,
+    }
+}
+
+const fn e(name: &'static str, kind: MetricKind) -> KnownFamily {
+    KnownFamily {
+        name,
+        kind,
+        layer: "Storage (etcd)",
+        etcd: true,
+    }
+}
+
+/// The families rules read, grouped by layer: the one list behind [`default_selection`] and the
+/// Prometheus reader's types and docs (`collect::prometheus::families`). Names of older releases
+/// are kept beside their successors so that rules work on every supported version.
+pub const KNOWN_FAMILIES: &[KnownFamily] = &[
+    // Identity and age of the process: tells dumps apart and says how much history the
+    // cumulative counters hold.
+    k("process_start_time_seconds", G, "Identity"),
+    k("kubernetes_build_info", G, "Identity"),
+    // All layers: what kube-apiserver answered and what it terminated in self-defense
+    // (`component="aggregator"` marks the aggregator's own 503s; APF 429s are here and in
+    // dropped requests, not in apiserver_request_total).
+    k("apiserver_request_total", C, "All layers"),
+    k("apiserver_request_terminations_total", C, "All layers"),
+    k("apiserver_dropped_requests_total", C, "APF"),
+    k("apiserver_current_inflight_requests", G, "APF"),
+    k("apiserver_tls_handshake_errors_total", C, "Auth"),
+    // Admission: CRD conversion webhooks (the admission webhook families are prefixes below).
+    k(
         "apiserver_crd_conversion_webhook_duration_seconds",
-        // APF: rejections by reason, dispatches, queues, executing seats, limits.
-        "apiserver_flowcontrol_rejected_requests_total",
-        "apiserver_flowcontrol_dispatched_requests_total",
-        "apiserver_flowcontrol_current_inqueue_requests",
-        "apiserver_flowcontrol_current_executing_requests",
-        "apiserver_flowcontrol_current_executing_seats",
+        H,
+        "Admission",
+    ),
+    // APF: rejections by reason, dispatches, queues, executing seats, limits.
+    k("apiserver_flowcontrol_rejected_requests_total", C, "APF"),
+    k("apiserver_flowcontrol_dispatched_requests_total", C, "APF"),
+    k("apiserver_flowcontrol_current_inqueue_requests", G, "APF"),
+    k("apiserver_flowcontrol_current_executing_requests", G, "APF"),
+    k("apiserver_flowcontrol_current_executing_seats", G, "APF"),
+    k(
         "apiserver_flowcontrol_request_wait_duration_seconds",
-        "apiserver_flowcontrol_request_concurrency_limit",
-        "apiserver_flowcontrol_nominal_limit_seats",
-        // Storage, as kube-apiserver sees etcd (`etcd_db_total_size_in_bytes` and
-        // `etcd_object_counts` are the pre-1.28 / pre-1.21 names).
-        "etcd_request_duration_seconds",
-        "etcd_requests_total",
-        "etcd_request_errors_total",
-        "apiserver_storage_objects",
-        "apiserver_resource_objects",
-        "apiserver_storage_size_bytes",
-        "apiserver_storage_db_total_size_in_bytes",
-        "etcd_db_total_size_in_bytes",
-        "etcd_object_counts",
-        // Watch: watchers closed for unresponsiveness, watch-cache freshness.
-        "apiserver_terminated_watchers_total",
-        "apiserver_watch_cache_read_wait_seconds",
-        // Auth: authn/authz outcomes in kube-apiserver, and client certificates presented to it.
-        "authentication_attempts",
-        "authorization_attempts_total",
-        "apiserver_authorization_decisions_total",
-        "apiserver_client_certificate_expiration_seconds",
-        // etcd itself: disk latency, leadership, proposals, quota, peers, identity.
-        "etcd_disk_wal_fsync_duration_seconds",
-        "etcd_disk_backend_commit_duration_seconds",
-        "etcd_server_has_leader",
-        "etcd_server_is_leader",
-        "etcd_server_leader_changes_seen_total",
-        "etcd_server_proposals_failed_total",
-        "etcd_server_slow_apply_total",
-        "etcd_server_heartbeat_send_failures_total",
-        "etcd_server_quota_backend_bytes",
-        "etcd_mvcc_db_total_size_in_bytes",
-        "etcd_mvcc_db_total_size_in_use_in_bytes",
-        "etcd_network_peer_round_trip_time_seconds",
-        "etcd_network_peer_sent_failures_total",
-        "etcd_server_version",
-        "etcd_cluster_version",
-        "etcd_server_id",
-    ])
+        H,
+        "APF",
+    ),
+    k("apiserver_flowcontrol_request_concurrency_limit", G, "APF"),
+    k("apiserver_flowcontrol_nominal_limit_seats", G, "APF"),
+    // Storage, as kube-apiserver sees etcd (`etcd_db_total_size_in_bytes` and
+    // `etcd_object_counts` are the pre-1.28 / pre-1.21 names).
+    k("etcd_request_duration_seconds", H, "Storage"),
+    k("etcd_requests_total", C, "Storage"),
+    k("etcd_request_errors_total", C, "Storage"),
+    k("apiserver_storage_objects", G, "Storage"),
+    k("apiserver_resource_objects", G, "Storage"),
+    k("apiserver_storage_size_bytes", G, "Storage"),
+    k("apiserver_storage_db_total_size_in_bytes", G, "Storage"),
+    k("etcd_db_total_size_in_bytes", G, "Storage"),
+    k("etcd_object_counts", G, "Storage"),
+    // Watch: watchers closed for unresponsiveness, watch-cache freshness.
+    k("apiserver_terminated_watchers_total", C, "Watch"),
+    k("apiserver_watch_cache_read_wait_seconds", H, "Watch"),
+    // Auth: authn/authz outcomes in kube-apiserver, and client certificates presented to it.
+    k("authentication_attempts", C, "Auth"),
+    k("authorization_attempts_total", C, "Auth"),
+    k("apiserver_authorization_decisions_total", C, "Auth"),
+    k("apiserver_client_certificate_expiration_seconds", H, "Auth"),
+    // etcd itself: disk latency, leadership, proposals, quota, peers, identity.
+    e("etcd_disk_wal_fsync_duration_seconds", H),
+    e("etcd_disk_backend_commit_duration_seconds", H),
+    e("etcd_server_has_leader", G),
+    e("etcd_server_is_leader", G),
+    e("etcd_server_leader_changes_seen_total", C),
+    e("etcd_server_proposals_failed_total", C),
+    e("etcd_server_slow_apply_total", C),
+    e("etcd_server_heartbeat_send_failures_total", C),
+    e("etcd_server_quota_backend_bytes", G),
+    e("etcd_mvcc_db_total_size_in_bytes", G),
+    e("etcd_mvcc_db_total_size_in_use_in_bytes", G),
+    e("etcd_network_peer_round_trip_time_seconds", H),
+    e("etcd_network_peer_sent_failures_total", C),
+    e("etcd_server_version", G),
+    e("etcd_cluster_version", G),
+    e("etcd_server_id", G),
     // Aggregation: APIService availability (gauge and transitions) and OpenAPI aggregation.
-    .with_prefix("aggregator_")
+    k("aggregator_unavailable_apiservice", G, "Aggregation"),
+    k("aggregator_unavailable_apiservice_total", C, "Aggregation"),
+    k("aggregator_openapi_v2_regeneration_count", C, "Aggregation"),
+    k(
+        "aggregator_openapi_v2_regeneration_duration",
+        G,
+        "Aggregation",
+    ),
     // Admission: webhook latency, rejections by error_type, requests by code, fail-open.
-    .with_prefix("apiserver_admission_webhook_")
+    k(
+        "apiserver_admission_webhook_admission_duration_seconds",
+        H,
+        "Admission",
+    ),
+    k(
+        "apiserver_admission_webhook_rejection_count",
+        C,
+        "Admission",
+    ),
+    k("apiserver_admission_webhook_request_total", C, "Admission"),
+    k(
+        "apiserver_admission_webhook_fail_open_count",
+        C,
+        "Admission",
+    ),
     // CRD conversion webhook requests and latency by result and failure type.
-    .with_prefix("apiserver_conversion_webhook_")
+    k(
+        "apiserver_conversion_webhook_duration_seconds",
+        H,
+        "Admission",
+    ),
+    k("apiserver_conversion_webhook_request_total", C, "Admission"),
     // Auth: authorization webhooks, and delegated authn/authz of extension API servers.
-    .with_prefix("apiserver_authorization_webhook_")
-    .with_prefix("apiserver_delegated_authn_")
-    .with_prefix("apiserver_delegated_authz_")
+    k(
+        "apiserver_authorization_webhook_evaluations_total",
+        C,
+        "Auth",
+    ),
+    k(
+        "apiserver_authorization_webhook_duration_seconds",
+        H,
+        "Auth",
+    ),
+    k(
+        "apiserver_authorization_webhook_evaluations_fail_open_total",
+        C,
+        "Auth",
+    ),
+    k("apiserver_delegated_authn_request_total", C, "Auth"),
+    k(
+        "apiserver_delegated_authn_request_duration_seconds",
+        H,
+        "Auth",
+    ),
+    k("apiserver_delegated_authz_request_total", C, "Auth"),
+    k(
+        "apiserver_delegated_authz_request_duration_seconds",
+        H,
+        "Auth",
+    ),
     // TLS of webhooks and of the aggregator's backends (missing SAN, SHA-1).
-    .with_prefix("apiserver_webhooks_x509_")
-    .with_prefix("apiserver_kube_aggregator_x509_")
+    k("apiserver_webhooks_x509_missing_san_total", C, "Admission"),
+    k(
+        "apiserver_webhooks_x509_insecure_sha1_total",
+        C,
+        "Admission",
+    ),
+    k(
+        "apiserver_kube_aggregator_x509_missing_san_total",
+        C,
+        "Aggregation",
+    ),
+    k(
+        "apiserver_kube_aggregator_x509_insecure_sha1_total",
+        C,
+        "Aggregation",
+    ),
+];
+
+/// Families kept by prefix as well as by name: a release may add members (a new webhook metric)
+/// that rules can then read without a change here.
+pub const SELECTED_PREFIXES: &[&str] = &[
+    "aggregator_",
+    "apiserver_admission_webhook_",
+    "apiserver_conversion_webhook_",
+    "apiserver_authorization_webhook_",
+    "apiserver_delegated_authn_",
+    "apiserver_delegated_authz_",
+    "apiserver_webhooks_x509_",
+    "apiserver_kube_aggregator_x509_",
+];
+
+/// The families extpath keeps from a kube-apiserver, extension API server or etcd `/metrics`
+/// dump: [`KNOWN_FAMILIES`] and [`SELECTED_PREFIXES`]. Everything else — most of a 30 MB dump is
+/// `apiserver_request_duration_seconds_bucket` — is dropped after reading only the metric name.
+pub fn default_selection() -> crate::promtext::Selection {
+    let by_name = KNOWN_FAMILIES
+        .iter()
+        .map(|f| f.name)
+        .filter(|n| !SELECTED_PREFIXES.iter().any(|p| n.starts_with(p)));
+    SELECTED_PREFIXES
+        .iter()
+        .fold(crate::promtext::Selection::names(by_name), |s, p| {
+            s.with_prefix(*p)
+        })
 }

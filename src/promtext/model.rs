@@ -97,6 +97,20 @@ pub enum MetricKind {
     Untyped,
 }
 
+impl MetricKind {
+    /// The word of the `# TYPE` line.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::Counter => "counter",
+            MetricKind::Gauge => "gauge",
+            MetricKind::Histogram => "histogram",
+            MetricKind::Summary => "summary",
+            MetricKind::Untyped => "untyped",
+        }
+    }
+}
+
 /// One cumulative histogram bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -59,16 +59,6 @@ fn escape_help(v: &str, out: &mut String) {
     }
 }
 
-fn kind_name(kind: MetricKind) -> &'static str {
-    match kind {
-        MetricKind::Counter => "counter",
-        MetricKind::Gauge => "gauge",
-        MetricKind::Histogram => "histogram",
-        MetricKind::Summary => "summary",
-        MetricKind::Untyped => "untyped",
-    }
-}
-
 /// One sample line: `name{labels[,le="…"]} value[ timestamp]`.
 fn sample(
     out: &mut String,
@@ -115,7 +105,7 @@ pub fn write_family(out: &mut String, family: &MetricFamily) {
         escape_help(help, out);
         out.push('\n');
     }
-    let _ = writeln!(out, "# TYPE {name} {}", kind_name(family.kind));
+    let _ = writeln!(out, "# TYPE {name} {}", family.kind.as_str());
     for s in &family.series {
         if let Some(v) = s.value {
             sample(out, name, s, None, v);

@@ -18,16 +18,6 @@ pub fn known_kind(name: &str) -> Option<MetricKind> {
     KNOWN.iter().find(|k| k.name == name).map(|k| k.kind)
 }
 
-fn kind_name(kind: MetricKind) -> &'static str {
-    match kind {
-        MetricKind::Counter => "counter",
-        MetricKind::Gauge => "gauge",
-        MetricKind::Histogram => "histogram",
-        MetricKind::Summary => "summary",
-        MetricKind::Untyped => "untyped",
-    }
-}
-
 /// How a family's instances are combined.
 fn aggregation(k: &Known) -> &'static str {
     match k.kind {
@@ -94,7 +84,7 @@ pub fn reference() -> String {
             "| {} | `{}` | {} | {} | `{}` |\n",
             k.layer,
             k.name,
-            kind_name(k.kind),
+            k.kind.as_str(),
             if k.etcd { "etcd" } else { "apiserver" },
             aggregation(k)
         ));

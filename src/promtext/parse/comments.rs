@@ -90,7 +90,7 @@ impl Parser<'_> {
         {
             return Err(self.syntax(format!(
                 "TYPE {name}: {kind_text} contradicts an earlier TYPE {}",
-                kind_name(earlier)
+                earlier.as_str()
             )));
         }
         self.types.insert(name.clone(), kind);
@@ -183,15 +183,5 @@ impl Parser<'_> {
             }
         }
         Ok(())
-    }
-}
-
-fn kind_name(kind: MetricKind) -> &'static str {
-    match kind {
-        MetricKind::Counter => "counter",
-        MetricKind::Gauge => "gauge",
-        MetricKind::Histogram => "histogram",
-        MetricKind::Summary => "summary",
-        MetricKind::Untyped => "untyped",
     }
 }

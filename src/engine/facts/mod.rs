@@ -278,6 +278,23 @@ fn subject_fact(entry: &SubjectEntry<'_>) -> Value {
         .build()
 }
 
+/// The request facts of the probes whose APF header (`uid_of`) names this object's `uid` — the
+/// requests a FlowSchema or priority level classified. An object without a uid has none.
+fn observations_with_uid(
+    base: &FactBase<'_>,
+    uid: &str,
+    uid_of: impl Fn(&crate::bundle::Probe) -> Option<&str>,
+) -> Value {
+    list(
+        base.bundle
+            .probes
+            .iter()
+            .zip(&base.request_facts)
+            .filter(|(p, _)| !uid.is_empty() && uid_of(p) == Some(uid))
+            .map(|(_, v)| v.clone()),
+    )
+}
+
 /// `service`, `endpoints`, `pods`, `tls` of an object that points at a Service or URL.
 fn backend_vars(
     base: &FactBase<'_>,
@@ -372,32 +389,14 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
             vars.push(("prioritylevel", cluster::prioritylevel_fact(base, level)));
             vars.push((
                 "observations",
-                list(
-                    b.probes
-                        .iter()
-                        .zip(&base.request_facts)
-                        .filter(|(p, _)| {
-                            !f.uid.is_empty()
-                                && p.headers.flow_schema_uid.as_deref() == Some(f.uid.as_str())
-                        })
-                        .map(|(_, v)| v.clone()),
-                ),
+                observations_with_uid(base, &f.uid, |p| p.headers.flow_schema_uid.as_deref()),
             ));
         }
         SubjectSource::PriorityLevel(p) => {
             vars.push(("prioritylevel", cluster::prioritylevel_fact(base, Some(p))));
             vars.push((
                 "observations",
-                list(
-                    b.probes
-                        .iter()
-                        .zip(&base.request_facts)
-                        .filter(|(x, _)| {
-                            !p.uid.is_empty()
-                                && x.headers.priority_level_uid.as_deref() == Some(p.uid.as_str())
-                        })
-                        .map(|(_, v)| v.clone()),
-                ),
+                observations_with_uid(base, &p.uid, |x| x.headers.priority_level_uid.as_deref()),
             ));
         }
         SubjectSource::ApiServer | SubjectSource::Etcd => {

@@ -81,36 +81,16 @@ impl RefServer {
     /// # Errors
     /// When a port cannot be bound, a certificate cannot be generated or an object cannot be loaded.
     pub async fn start(scenario: Scenario, options: StartOptions) -> anyhow::Result<RunningServer> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let pki = Arc::new(ServerPki::generate(&scenario).context("generating certificates")?);
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let backends = Backends::spawn(&scenario, &pki, &shutdown_rx).await?;
-        let etcd_spec = scenario.faults.etcd.clone();
-        let state = Arc::new(State::new(
-            scenario,
-            pki.clone(),
-            backends.ports(),
-            backends.logs(),
-        ));
+        let Core {
+            pki,
+            shutdown,
+            shutdown_rx,
+            backends,
+            state,
+        } = Core::build(scenario).await?;
         controllers::load_initial(&state).map_err(|e| anyhow::anyhow!("loading objects: {e}"))?;
-        let listener = TcpListener::bind(("127.0.0.1", options.port))
-            .await
-            .with_context(|| format!("binding 127.0.0.1:{}", options.port))?;
-        let addr = listener.local_addr()?;
-        let _ = state.listen_addr.set(addr);
-        let config = Arc::new(RwLock::new(tls::server_config(&pki.serving)?));
-        let mut tasks = Vec::new();
-        let serving_state = state.clone();
-        tasks.push(tokio::spawn(tls::serve(
-            listener,
-            config,
-            move |peer| RefService {
-                state: serving_state.clone(),
-                peer,
-                default_auth: None,
-            },
-            shutdown_rx.clone(),
-        )));
+        let (addr, api) = serve_api(&state, &pki, options.port, &shutdown_rx).await?;
+        let mut tasks = vec![api];
         tasks.push(tokio::spawn(aggregator::available::run(
             state.clone(),
             shutdown_rx.clone(),
@@ -123,7 +103,7 @@ impl RefServer {
             tasks.extend(traffic::spawn(&state, &shutdown_rx));
         }
         let mut etcd_addr = None;
-        if let Some(spec) = etcd_spec {
+        if let Some(spec) = state.scenario.faults.etcd.clone() {
             let l = TcpListener::bind("127.0.0.1:0")
                 .await
                 .context("binding the etcd metrics port")?;
@@ -139,6 +119,65 @@ impl RefServer {
             etcd_addr,
         })
     }
+}
+
+/// What a scenario server and a recording's replay share before either loads anything: the
+/// certificates, the shutdown signal, the spawned backends and the state over them.
+struct Core {
+    pki: Arc<ServerPki>,
+    shutdown: watch::Sender<bool>,
+    shutdown_rx: watch::Receiver<bool>,
+    backends: Backends,
+    state: Arc<State>,
+}
+
+impl Core {
+    async fn build(scenario: Scenario) -> anyhow::Result<Core> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let pki = Arc::new(ServerPki::generate(&scenario).context("generating certificates")?);
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let backends = Backends::spawn(&scenario, &pki, &shutdown_rx).await?;
+        let state = Arc::new(State::new(
+            scenario,
+            pki.clone(),
+            backends.ports(),
+            backends.logs(),
+        ));
+        Ok(Core {
+            pki,
+            shutdown,
+            shutdown_rx,
+            backends,
+            state,
+        })
+    }
+}
+
+/// Bind the API's port on 127.0.0.1 and serve `state` there over TLS until shutdown.
+async fn serve_api(
+    state: &Arc<State>,
+    pki: &ServerPki,
+    port: u16,
+    shutdown_rx: &watch::Receiver<bool>,
+) -> anyhow::Result<(SocketAddr, JoinHandle<()>)> {
+    let listener = TcpListener::bind(("127.0.0.1", port))
+        .await
+        .with_context(|| format!("binding 127.0.0.1:{port}"))?;
+    let addr = listener.local_addr()?;
+    let _ = state.listen_addr.set(addr);
+    let config = Arc::new(RwLock::new(tls::server_config(&pki.serving)?));
+    let serving_state = state.clone();
+    let task = tokio::spawn(tls::serve(
+        listener,
+        config,
+        move |peer| RefService {
+            state: serving_state.clone(),
+            peer,
+            default_auth: None,
+        },
+        shutdown_rx.clone(),
+    ));
+    Ok((addr, task))
 }
 
 /// A running server.

@@ -33,8 +33,8 @@ pub mod endpoints;
 pub mod outcomes;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, RwLock};
 
 use anyhow::Context as _;
 use axum::body::Body;
@@ -43,13 +43,11 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::backends::Backends;
-use super::certs::ServerPki;
 use super::request::RequestInfo;
 use super::state::State;
 use super::status::ApiError;
 use super::store::Key;
-use super::{RefService, RunningServer, Scenario, StartOptions, registry, tls};
+use super::{Core, RunningServer, Scenario, StartOptions, registry, serve_api};
 use crate::bundle::carried::{Split, split};
 use crate::bundle::{CollectionSource, EvidenceBundle, to_k8s};
 
@@ -143,7 +141,6 @@ fn load(state: &State, bundle: &EvidenceBundle) -> anyhow::Result<()> {
 /// # Errors
 /// When a port cannot be bound or the server's certificates cannot be generated.
 pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Result<RunningServer> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut scenario = Scenario::empty(&describe(&bundle));
     scenario.server.server_concurrency_limit = UNLIMITED_SEATS;
     scenario.server.version = bundle
@@ -151,15 +148,13 @@ pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Res
         .server_version
         .as_ref()
         .map(|v| v.git_version.clone());
-    let pki = Arc::new(ServerPki::generate(&scenario).context("generating certificates")?);
-    let (shutdown, shutdown_rx) = watch::channel(false);
-    let backends = Backends::spawn(&scenario, &pki, &shutdown_rx).await?;
-    let state = Arc::new(State::new(
-        scenario,
-        pki.clone(),
-        backends.ports(),
-        backends.logs(),
-    ));
+    let Core {
+        pki,
+        shutdown,
+        shutdown_rx,
+        backends,
+        state,
+    } = Core::build(scenario).await?;
     load(&state, &bundle)?;
     let no_backend = TcpListener::bind("127.0.0.1:0")
         .await
@@ -173,23 +168,8 @@ pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Res
     });
     let _ = state.recorded.set(recorded.clone());
 
-    let listener = TcpListener::bind(("127.0.0.1", options.port))
-        .await
-        .with_context(|| format!("binding 127.0.0.1:{}", options.port))?;
-    let addr = listener.local_addr()?;
-    let _ = state.listen_addr.set(addr);
-    let config = Arc::new(RwLock::new(tls::server_config(&pki.serving)?));
-    let serving_state = state.clone();
-    let mut tasks = vec![tokio::spawn(tls::serve(
-        listener,
-        config,
-        move |peer| RefService {
-            state: serving_state.clone(),
-            peer,
-            default_auth: None,
-        },
-        shutdown_rx.clone(),
-    ))];
+    let (addr, api) = serve_api(&state, &pki, options.port, &shutdown_rx).await?;
+    let mut tasks = vec![api];
     tasks.push(tokio::spawn(close_every_connection(
         no_backend,
         shutdown_rx.clone(),

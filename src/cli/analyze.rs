@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{CliError, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK};
+use super::{EXIT_FINDINGS, EXIT_OK, input_error};
 use crate::engine::waivers::{Waivers, apply_waivers, exceeds, load_waivers};
 use crate::engine::{
     Class, Diagnosis, Filter, RuleSet, Settings, Severity, filter::SubjectPattern,
@@ -112,14 +112,6 @@ fn parse_class(s: &str) -> Result<Class, String> {
             Class::ALL.map(|c| c.as_str()).join(", ")
         )
     })
-}
-
-fn input_error(message: String) -> anyhow::Error {
-    CliError {
-        code: EXIT_INPUT,
-        message,
-    }
-    .into()
 }
 
 /// Everything needed to classify, checked before any evidence is gathered (a typo in `--rule`

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::kube_flags::{KubeFlags, parse_duration};
-use super::{CliError, DocFormat, EXIT_OK, EXIT_UNREACHABLE};
+use super::{DocFormat, EXIT_OK};
 use crate::collect::prometheus::{
     DEFAULT_APISERVER_SELECTOR, DEFAULT_ETCD_SELECTOR, DEFAULT_SINCE,
 };
@@ -116,7 +116,7 @@ fn parse_time(s: &str) -> Result<jiff::Timestamp, String> {
         .map_err(|e| format!("{s:?}: expected an RFC 3339 time such as 2026-01-02T03:04:05Z ({e})"))
 }
 
-fn parse_backend_address(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_backend_address(s: &str) -> Result<(String, String), String> {
     let (k, v) = s
         .split_once('=')
         .ok_or_else(|| format!("{s:?}: expected SERVICE.NAMESPACE=HOST:PORT"))?;
@@ -134,15 +134,7 @@ impl CollectFlags {
     pub fn merges(&self) -> anyhow::Result<Vec<crate::bundle::EvidenceBundle>> {
         self.merge
             .iter()
-            .map(|p| {
-                crate::bundle::load_bundle(p).map_err(|e| {
-                    CliError {
-                        code: super::EXIT_INPUT,
-                        message: e.to_string(),
-                    }
-                    .into()
-                })
-            })
+            .map(|p| crate::bundle::load_bundle(p).map_err(super::input_error))
             .collect()
     }
 
@@ -279,11 +271,7 @@ pub async fn collect_bundle(
     bar.finish();
     let collected = collected?;
     if let Some(why) = collected.unreachable {
-        return Err(CliError {
-            code: EXIT_UNREACHABLE,
-            message: why,
-        }
-        .into());
+        return Err(super::unreachable_error(why));
     }
     let mut bundle = collected.bundle;
     CollectFlags::apply_merges(&mut bundle, &merges);

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use clap::Args;
 
+use super::EXIT_OK;
 use super::analyze::RuleArgs;
-use super::{CliError, EXIT_INPUT, EXIT_OK};
 use crate::engine::Class;
 
 /// Arguments of `explain`.
@@ -98,13 +98,9 @@ pub fn run(args: ExplainArgs) -> anyhow::Result<u8> {
         }
         return Ok(EXIT_OK);
     }
-    Err(CliError {
-        code: EXIT_INPUT,
-        message: format!(
-            "{:?} is neither a rule id nor a class (classes: {})",
-            args.topic,
-            Class::ALL.map(|c| c.as_str()).join(", ")
-        ),
-    }
-    .into())
+    Err(super::input_error(format!(
+        "{:?} is neither a rule id nor a class (classes: {})",
+        args.topic,
+        Class::ALL.map(|c| c.as_str()).join(", ")
+    )))
 }

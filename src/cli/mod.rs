@@ -42,6 +42,24 @@ pub struct CliError {
     pub message: String,
 }
 
+/// Bad input (a file, flag or argument): exit code 2 with this one-line message.
+pub(crate) fn input_error(message: impl std::fmt::Display) -> anyhow::Error {
+    CliError {
+        code: EXIT_INPUT,
+        message: message.to_string(),
+    }
+    .into()
+}
+
+/// The cluster could not be reached at all: exit code 3 with this one-line message.
+pub(crate) fn unreachable_error(message: impl std::fmt::Display) -> anyhow::Error {
+    CliError {
+        code: EXIT_UNREACHABLE,
+        message: message.to_string(),
+    }
+    .into()
+}
+
 /// kubectl extpath: which layer of the API server owns a failure on an extension path.
 #[derive(Debug, Parser)]
 #[command(

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 
 use super::analyze::RuleArgs;
-use super::{CliError, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK};
+use super::{EXIT_FINDINGS, EXIT_INPUT, EXIT_OK};
 use crate::engine::RuleSet;
 use crate::engine::rules::load::rule_files;
 use crate::engine::ruletest::{Runner, parse_test_file, test_files};
@@ -206,11 +206,9 @@ fn test(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
         roots.push(d.clone());
     }
     if roots.is_empty() {
-        return Err(CliError {
-            code: EXIT_INPUT,
-            message: "no rule directory to test: give DIR or --rules DIR".into(),
-        }
-        .into());
+        return Err(super::input_error(
+            "no rule directory to test: give DIR or --rules DIR",
+        ));
     }
     let loader = load_input;
     let mut runner = Runner::new(&set, &loader);

@@ -22,8 +22,9 @@ use super::expect::{Check, compare};
 use super::render;
 use crate::cli::analyze::RuleArgs;
 use crate::cli::beside::collect_beside;
+use crate::cli::input_error;
 use crate::cli::kube_flags::parse_duration;
-use crate::cli::{CliError, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK};
+use crate::cli::{EXIT_FINDINGS, EXIT_OK};
 use crate::collect::{CollectOptions, EtcdOptions};
 use crate::engine::{Diagnosis, Filter, RuleSet, Settings};
 use crate::refserver::{RefServer, Scenario, StartOptions, scenario};
@@ -136,14 +137,6 @@ struct Runner {
     settings: Settings,
     window: Duration,
     warmup: Duration,
-}
-
-fn input_error(message: String) -> anyhow::Error {
-    CliError {
-        code: EXIT_INPUT,
-        message,
-    }
-    .into()
 }
 
 /// The scenario files named on the command line, or every `*.yaml` of `dir`, sorted.

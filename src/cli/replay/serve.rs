@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::bundle::EvidenceBundle;
-use crate::cli::{CliError, EXIT_INPUT, EXIT_OK};
+use crate::cli::{EXIT_OK, input_error};
 use crate::refserver::{ClientAuth, RefServer, RunningServer, StartOptions, recorded, scenario};
 
 /// Arguments of `replay serve`.
@@ -48,14 +48,6 @@ pub struct ServeArgs {
     /// Do not run the scenario's `traffic:` (its own clients): only your clients reach it.
     #[arg(long)]
     idle: bool,
-}
-
-fn input_error(e: impl std::fmt::Display) -> anyhow::Error {
-    CliError {
-        code: EXIT_INPUT,
-        message: e.to_string(),
-    }
-    .into()
 }
 
 /// What to serve, loaded and checked before anything starts.

@@ -24,8 +24,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::analyze::{AnalyzeFlags, FailOn, RuleArgs};
+use super::collect::parse_backend_address;
 use super::kube_flags::{KubeFlags, parse_duration};
-use super::{CliError, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, EXIT_UNREACHABLE};
+use super::{EXIT_FINDINGS, EXIT_OK, input_error, unreachable_error};
 use crate::collect::why::{
     PlanError, Reproduction, Target, UserInfo, WhyError, WhyOptions, investigate, plan_write,
     read_object,
@@ -108,32 +109,6 @@ pub struct WhyArgs {
     pub set: Vec<String>,
     #[command(flatten)]
     pub rule_args: RuleArgs,
-}
-
-fn parse_backend_address(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected SERVICE.NAMESPACE=HOST:PORT"))?;
-    if !k.contains('.') || !v.contains(':') {
-        return Err(format!("{s:?}: expected SERVICE.NAMESPACE=HOST:PORT"));
-    }
-    Ok((k.to_string(), v.to_string()))
-}
-
-fn input_error(message: impl Into<String>) -> anyhow::Error {
-    CliError {
-        code: EXIT_INPUT,
-        message: message.into(),
-    }
-    .into()
-}
-
-fn unreachable(message: impl Into<String>) -> anyhow::Error {
-    CliError {
-        code: EXIT_UNREACHABLE,
-        message: message.into(),
-    }
-    .into()
 }
 
 impl WhyArgs {
@@ -238,7 +213,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
                         .await
                         .map_err(|e| match e {
                             PlanError::Input(m) => input_error(m),
-                            PlanError::Unreachable(m) => unreachable(m),
+                            PlanError::Unreachable(m) => unreachable_error(m),
                         })?;
                 Reproduction {
                     target,
@@ -258,7 +233,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
         let inv = investigate(&user, &gatherer, &repro, &opts)
             .await
             .map_err(|e| match e {
-                WhyError::Unreachable(m) => unreachable(m),
+                WhyError::Unreachable(m) => unreachable_error(m),
                 WhyError::Refused(m) => input_error(m),
             })?;
         let d = prepared.diagnose(&inv.bundle);

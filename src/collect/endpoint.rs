@@ -291,14 +291,7 @@ impl HttpEndpoint {
             let status = res.status().as_u16();
             if !(200..300).contains(&status) {
                 let body = res.bytes().await.unwrap_or_default();
-                return Err(FetchError::Status {
-                    code: status,
-                    message: String::from_utf8_lossy(&body)
-                        .trim()
-                        .chars()
-                        .take(300)
-                        .collect(),
-                });
+                return Err(FetchError::status_with_body(status, &body));
             }
             let mut lines = LineSplitter::default();
             while let Some(chunk) = res

@@ -156,11 +156,7 @@ impl Etcd {
         let url = format!("{}/v3/maintenance/alarm", self.base);
         let (status, body) = self.http.post_json(&url, &json!({"action": "GET"})).await?;
         if !(200..300).contains(&status) {
-            let mut message: String = String::from_utf8_lossy(&body)
-                .trim()
-                .chars()
-                .take(300)
-                .collect();
+            let mut message = super::fetch::body_excerpt(&body);
             if status == 404 {
                 message = format!(
                     "{url} is not served here (a --listen-metrics-urls port serves only /metrics \
@@ -195,14 +191,7 @@ pub fn health_check(
         .and_then(|v| v.get("health"))
         .and_then(Value::as_str);
     let Some(health) = health else {
-        return Err(FetchError::Status {
-            code: status,
-            message: String::from_utf8_lossy(body)
-                .trim()
-                .chars()
-                .take(300)
-                .collect(),
-        });
+        return Err(FetchError::status_with_body(status, body));
     };
     let ok = health == "true";
     let reason = parsed

@@ -67,7 +67,27 @@ pub enum FetchError {
     Decode(String),
 }
 
+/// What of a body an error message keeps: its text, trimmed, at most this many characters.
+const BODY_IN_MESSAGE: usize = 300;
+
+/// A body as the text of an error message (trimmed, at most [`BODY_IN_MESSAGE`] characters).
+pub fn body_excerpt(body: &[u8]) -> String {
+    String::from_utf8_lossy(body)
+        .trim()
+        .chars()
+        .take(BODY_IN_MESSAGE)
+        .collect()
+}
+
 impl FetchError {
+    /// A non-success status whose message is the body's text.
+    pub fn status_with_body(code: u16, body: &[u8]) -> FetchError {
+        FetchError::Status {
+            code,
+            message: body_excerpt(body),
+        }
+    }
+
     /// The gap reason for this failure.
     pub fn gap_reason(&self) -> GapReason {
         match self {
@@ -354,7 +374,7 @@ pub fn status_error(res: &Response) -> FetchError {
         .status_body()
         .map(|s| s.message)
         .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| res.text().trim().chars().take(300).collect());
+        .unwrap_or_else(|| body_excerpt(&res.body));
     FetchError::Status {
         code: res.status,
         message,

@@ -44,7 +44,7 @@ pub fn parse_verbose(endpoint: HealthEndpoint, status: u16, body: &str) -> Healt
     HealthCheck {
         endpoint,
         ok,
-        error: (!ok && checks.is_empty()).then(|| body.trim().chars().take(300).collect()),
+        error: (!ok && checks.is_empty()).then(|| super::fetch::body_excerpt(body.as_bytes())),
         checks,
         target: None,
         origin: None,

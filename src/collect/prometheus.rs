@@ -178,14 +178,7 @@ impl Prometheus {
                     message: error.unwrap_or_else(|| "Prometheus answered an error".into()),
                 })
             }
-            _ if !(200..300).contains(&status) => Err(FetchError::Status {
-                code: status,
-                message: String::from_utf8_lossy(&body)
-                    .trim()
-                    .chars()
-                    .take(300)
-                    .collect(),
-            }),
+            _ if !(200..300).contains(&status) => Err(FetchError::status_with_body(status, &body)),
             _ => Err(FetchError::Decode(
                 "not a Prometheus API answer (is the URL Prometheus' base URL?)".into(),
             )),

@@ -220,18 +220,7 @@ pub(super) fn aggregated(
     a: &ApiService,
 ) -> Vec<Step> {
     let mut out = Vec::new();
-    let svc_text = a
-        .service
-        .as_ref()
-        .map(|s| {
-            format!(
-                " → Service {}/{}:{}",
-                s.namespace,
-                s.name,
-                s.port.unwrap_or(443)
-            )
-        })
-        .unwrap_or_default();
+    let svc_text = a.service.as_ref().map(service_arrow).unwrap_or_default();
     let ca = if a.insecure_skip_tls_verify {
         "insecureSkipTLSVerify"
     } else if a.ca_bundle_present {
@@ -415,14 +404,7 @@ pub(super) fn custom_resource(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
                 .webhook
                 .as_ref()
                 .and_then(|w| w.service.as_ref())
-                .map(|s| {
-                    format!(
-                        " → Service {}/{}:{}",
-                        s.namespace,
-                        s.name,
-                        s.port.unwrap_or(443)
-                    )
-                })
+                .map(service_arrow)
                 .unwrap_or_default();
             format!(
                 "requested {}, stored as {}: converted by the conversion webhook{target}",
@@ -474,4 +456,15 @@ pub(super) fn custom_resource(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
     }
     out.push(conv);
     out
+}
+
+/// ` → Service ns/name:port`, the hop from an object to the Service it calls (port 443 when the
+/// object names none, as the API defaults it).
+fn service_arrow(s: &crate::bundle::ServiceRef) -> String {
+    format!(
+        " → Service {}/{}:{}",
+        s.namespace,
+        s.name,
+        s.port.unwrap_or(443)
+    )
 }

@@ -21,15 +21,25 @@ fn service_type(s: &Service) -> &str {
     }
 }
 
-/// `service`: the Service an APIService, webhook or conversion webhook points at.
-pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i32) -> Value {
+/// The Service a reference names (when it exists) and the port it calls (the reference's, else
+/// the default of the referring kind; 0 without a reference).
+fn service_and_port<'b>(
+    base: &FactBase<'b>,
+    r: Option<&ServiceRef>,
+    default_port: i32,
+) -> (Option<&'b crate::bundle::Service>, i32) {
     let svc = r.and_then(|r| {
         base.index
             .services
             .get(&(r.namespace.as_str(), r.name.as_str()))
             .copied()
     });
-    let port = r.map(|r| r.port.unwrap_or(default_port)).unwrap_or(0);
+    (svc, r.map(|r| r.port.unwrap_or(default_port)).unwrap_or(0))
+}
+
+/// `service`: the Service an APIService, webhook or conversion webhook points at.
+pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i32) -> Value {
+    let (svc, port) = service_and_port(base, r, default_port);
     let matched = svc.and_then(|s| s.ports.iter().find(|p| p.port == port));
     let ports = svc.map(|s| s.ports.as_slice()).unwrap_or(&[]);
     Obj::new()
@@ -178,13 +188,7 @@ pub fn endpoints_and_pods(
     r: Option<&ServiceRef>,
     default_port: i32,
 ) -> (Value, Value) {
-    let svc = r.and_then(|r| {
-        base.index
-            .services
-            .get(&(r.namespace.as_str(), r.name.as_str()))
-            .copied()
-    });
-    let port = r.map(|r| r.port.unwrap_or(default_port)).unwrap_or(0);
+    let (svc, port) = service_and_port(base, r, default_port);
     let port_name = svc
         .and_then(|s| s.ports.iter().find(|p| p.port == port))
         .map(|p| p.name.clone())

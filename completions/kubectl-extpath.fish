@@ -96,7 +96,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
 json\t'JSON'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l raw -d 'Raw incident files or directories (kubectl output, /metrics dumps, logs, curl output …)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l raw -d 'Build the bundle from raw files and directories instead: kubectl output, /metrics dumps, certificates, curl output, logs (kinds are told from content, see docs/raw-import.md)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s o -l output -d 'Output format: table (default), json (the machine contract), yaml, markdown (incident documents) or junit (one test case per subject, for CI)' -r -f -a "table\t'A table for the terminal, with details for every finding'
 json\t'The Diagnosis as JSON (docs/diagnosis.schema.json)'
 yaml\t'The Diagnosis as YAML'

@@ -91,16 +91,8 @@ pub struct AnalyzeFlags {
 /// Arguments of `analyze`.
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// An evidence bundle (YAML or JSON).
-    #[arg(
-        value_name = "FILE",
-        required_unless_present = "raw",
-        conflicts_with = "raw"
-    )]
-    file: Option<PathBuf>,
-    /// Raw incident files or directories (kubectl output, /metrics dumps, logs, curl output …).
-    #[arg(long = "raw", value_name = "PATH", num_args = 1..)]
-    raw: Vec<PathBuf>,
+    #[command(flatten)]
+    source: super::import::BundleSource,
     #[command(flatten)]
     flags: AnalyzeFlags,
 }
@@ -189,17 +181,9 @@ pub fn report(d: &Diagnosis, flags: &AnalyzeFlags) -> anyhow::Result<u8> {
     })
 }
 
-/// Load the bundle named on the command line: a bundle file, or raw files imported.
-fn load_bundle(args: &AnalyzeArgs) -> anyhow::Result<crate::bundle::EvidenceBundle> {
-    match &args.file {
-        Some(file) => Ok(crate::bundle::load_bundle(file)?),
-        None => Ok(crate::bundle::raw::import_paths(&args.raw)?),
-    }
-}
-
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let prepared = args.flags.prepare()?;
-    let bundle = load_bundle(&args)?;
+    let bundle = args.source.load()?;
     let diagnosis = prepared.diagnose(&bundle);
     report(&diagnosis, &args.flags)
 }

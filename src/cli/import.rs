@@ -8,9 +8,9 @@ use clap::Args;
 
 use super::{DocFormat, EXIT_OK};
 
-/// Arguments of `import`.
+/// Evidence named on the command line: a bundle file, or raw incident files (`import`, `analyze`).
 #[derive(Debug, Args)]
-pub struct ImportArgs {
+pub struct BundleSource {
     /// A bundle file (YAML or JSON).
     #[arg(
         value_name = "FILE",
@@ -22,16 +22,33 @@ pub struct ImportArgs {
     /// certificates, curl output, logs (kinds are told from content, see docs/raw-import.md).
     #[arg(long = "raw", value_name = "PATH", num_args = 1..)]
     raw: Vec<PathBuf>,
+}
+
+impl BundleSource {
+    /// The bundle: loaded and validated, or imported from the raw files.
+    ///
+    /// # Errors
+    /// A bad bundle or raw file, naming the file (exit code 2 at the edge).
+    pub fn load(&self) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+        Ok(match &self.file {
+            Some(file) => crate::bundle::load_bundle(file)?,
+            None => crate::bundle::raw::import_paths(&self.raw)?,
+        })
+    }
+}
+
+/// Arguments of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    source: BundleSource,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     output: DocFormat,
 }
 
 pub fn run(args: ImportArgs) -> anyhow::Result<u8> {
-    let bundle = match &args.file {
-        Some(file) => crate::bundle::load_bundle(file)?,
-        None => crate::bundle::raw::import_paths(&args.raw)?,
-    };
+    let bundle = args.source.load()?;
     let text = match args.output {
         DocFormat::Yaml => bundle.to_yaml()?,
         DocFormat::Json => bundle.to_json()? + "\n",

@@ -104,6 +104,24 @@ fn families_arg(function: &str, v: &Value) -> Result<Vec<String>, ExecutionError
     }
 }
 
+/// The three arguments every metric function starts with: target, family (or families) and
+/// label selector.
+struct QueryArgs {
+    target: MetricTarget,
+    families: Vec<String>,
+    selector: Vec<LabelMatch>,
+}
+
+impl QueryArgs {
+    fn read(function: &str, t: &Value, f: &Value, s: &Value) -> Result<Self, ExecutionError> {
+        Ok(QueryArgs {
+            target: target_arg(function, t)?,
+            families: families_arg(function, f)?,
+            selector: selector_arg(function, s)?,
+        })
+    }
+}
+
 fn selector_arg(function: &str, v: &Value) -> Result<Vec<LabelMatch>, ExecutionError> {
     let Value::Map(m) = v else {
         return Err(err(function, format!("selector must be a map, got {v:?}")));
@@ -228,11 +246,8 @@ pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
         "counter",
         move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
             let name = "counter";
-            let a = m.counter(
-                target_arg(name, &t)?,
-                &families_arg(name, &f)?,
-                &selector_arg(name, &s)?,
-            );
+            let query = QueryArgs::read(name, &t, &f, &s)?;
+            let a = m.counter(query.target, &query.families, &query.selector);
             Ok(counter_value(&a))
         },
     )
@@ -242,11 +257,8 @@ pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
         "gauge",
         move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
             let name = "gauge";
-            let a = m.gauge(
-                target_arg(name, &t)?,
-                &families_arg(name, &f)?,
-                &selector_arg(name, &s)?,
-            );
+            let query = QueryArgs::read(name, &t, &f, &s)?;
+            let a = m.gauge(query.target, &query.families, &query.selector);
             Ok(gauge_value(&a))
         },
     )
@@ -260,10 +272,11 @@ pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
                 if !(0.0..=1.0).contains(&q) {
                     return Err(err(fname, format!("quantile {q} is outside 0..1")));
                 }
+                let query = QueryArgs::read(fname, &t, &f, &s)?;
                 let a = m.quantile(
-                    target_arg(fname, &t)?,
-                    &families_arg(fname, &f)?,
-                    &selector_arg(fname, &s)?,
+                    query.target,
+                    &query.families,
+                    &query.selector,
                     q,
                     cumulative,
                 );
@@ -277,10 +290,11 @@ pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
         "above",
         move |t: Value, f: Value, s: Value, x: Value| -> Result<Value, ExecutionError> {
             let name = "above";
+            let query = QueryArgs::read(name, &t, &f, &s)?;
             let a = m.above(
-                target_arg(name, &t)?,
-                &families_arg(name, &f)?,
-                &selector_arg(name, &s)?,
+                query.target,
+                &query.families,
+                &query.selector,
                 number_arg(name, &x)?,
             );
             Ok(histogram_value(&a))
@@ -292,11 +306,8 @@ pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
         "series",
         move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
             let name = "series";
-            let rows = m.series(
-                target_arg(name, &t)?,
-                &families_arg(name, &f)?,
-                &selector_arg(name, &s)?,
-            );
+            let query = QueryArgs::read(name, &t, &f, &s)?;
+            let rows = m.series(query.target, &query.families, &query.selector);
             Ok(list(rows.iter().map(|r| {
                 let mut labels = Obj::new();
                 for (k, v) in &r.labels {

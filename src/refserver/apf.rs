@@ -311,16 +311,8 @@ impl Apf {
         if total <= 0.0 {
             return self.server_limit;
         }
-        if shares(pl) <= 0.0
-            && pl
-                .pointer("/spec/limited/nominalConcurrencyShares")
-                .is_some()
-        {
-            return 0;
-        }
-        ((self.server_limit as f64) * shares(pl) / total)
-            .ceil()
-            .max(1.0) as u32
+        // Any positive share rounds up to a seat; zero shares (allowed in flowcontrol v1) is zero.
+        ((self.server_limit as f64) * shares(pl) / total).ceil() as u32
     }
 
     /// Admit a request: a seat, or a rejection. Waits in the queue when the level queues.

@@ -7,6 +7,7 @@ mod bundle_load;
 mod collect;
 mod collect_logs_events;
 mod collect_many;
+mod collect_progress;
 mod completions;
 mod daemons;
 mod docs;

@@ -344,11 +344,6 @@ pub async fn capture_all(
     (certs, gaps)
 }
 
-/// Verify the captured chains (re-exported for the collection orchestrator).
-pub fn verify_served_chains(bundle: &mut EvidenceBundle) {
-    crate::bundle::verify_served_chains(bundle);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

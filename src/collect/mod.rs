@@ -347,7 +347,7 @@ pub async fn collect(
 
     bundle.collection.collected_at = Some(jiff::Timestamp::now());
     bundle.collection.collected_at_basis = Some(TimeBasis::Clock);
-    certificates::verify_served_chains(&mut bundle);
+    crate::bundle::verify_served_chains(&mut bundle);
     Ok(Collected {
         bundle,
         unreachable: None,

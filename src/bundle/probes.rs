@@ -215,58 +215,45 @@ impl StatusBody {
         if !is_status {
             return None;
         }
-        let s = |k: &str| {
-            obj.get(k)
-                .and_then(|x| x.as_str())
+        Some(StatusBody::read_fields(obj))
+    }
+
+    /// The fields of an object already known to be a `Status` (what each reader recognises as one
+    /// differs: a collected body, a raw file's JSON): message, reason, code, details and causes.
+    pub(crate) fn read_fields(obj: &serde_json::Map<String, serde_json::Value>) -> StatusBody {
+        let text = |v: Option<&serde_json::Value>| {
+            v.and_then(serde_json::Value::as_str)
                 .unwrap_or_default()
                 .to_string()
         };
         let details = obj.get("details");
-        let d = |k: &str| {
-            details
-                .and_then(|x| x.get(k))
-                .and_then(|x| x.as_str())
-                .unwrap_or_default()
-                .to_string()
-        };
+        let d = |k: &str| text(details.and_then(|x| x.get(k)));
         let causes = details
             .and_then(|x| x.get("causes"))
-            .and_then(|x| x.as_array())
+            .and_then(serde_json::Value::as_array)
             .map(|cs| {
                 cs.iter()
                     .map(|c| StatusCause {
-                        reason: c
-                            .get("reason")
-                            .and_then(|x| x.as_str())
-                            .unwrap_or_default()
-                            .into(),
-                        message: c
-                            .get("message")
-                            .and_then(|x| x.as_str())
-                            .unwrap_or_default()
-                            .into(),
-                        field: c
-                            .get("field")
-                            .and_then(|x| x.as_str())
-                            .unwrap_or_default()
-                            .into(),
+                        reason: text(c.get("reason")),
+                        message: text(c.get("message")),
+                        field: text(c.get("field")),
                     })
                     .collect()
             })
             .unwrap_or_default();
-        Some(StatusBody {
-            status: s("status"),
-            message: s("message"),
-            reason: s("reason"),
+        StatusBody {
+            status: text(obj.get("status")),
+            message: text(obj.get("message")),
+            reason: text(obj.get("reason")),
             code: obj
                 .get("code")
-                .and_then(|c| c.as_u64())
+                .and_then(serde_json::Value::as_u64)
                 .and_then(|c| u16::try_from(c).ok()),
             group: d("group"),
             kind: d("kind"),
             name: d("name"),
             causes,
-        })
+        }
     }
 }
 

@@ -153,58 +153,7 @@ pub(crate) fn status_from_value(v: &Value) -> Option<StatusBody> {
     if !is_status {
         return None;
     }
-    let s = |k: &str| {
-        obj.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let details = obj.get("details");
-    let d = |k: &str| {
-        details
-            .and_then(|d| d.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let causes = details
-        .and_then(|d| d.get("causes"))
-        .and_then(Value::as_array)
-        .map(|cs| {
-            cs.iter()
-                .map(|c| StatusCause {
-                    reason: c
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    message: c
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    field: c
-                        .get("field")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Some(StatusBody {
-        status: s("status"),
-        message: s("message"),
-        reason: s("reason"),
-        code: obj
-            .get("code")
-            .and_then(Value::as_u64)
-            .and_then(|c| u16::try_from(c).ok()),
-        group: d("group"),
-        kind: d("kind"),
-        name: d("name"),
-        causes,
-    })
+    Some(StatusBody::read_fields(obj))
 }
 
 /// A Status built from a message as kubectl printed it: the reason (given, or from client-go's

@@ -201,24 +201,30 @@ fn main() {
     std::fs::write(&kubeconfig, server.kubeconfig(ClientAuth::Token)).unwrap();
     let bin = env!("CARGO_BIN_EXE_kubectl-extpath");
 
+    // The same flags for scan and collect: one scrape, generous deadlines, every backend reachable.
+    let extpath = |subcommand: &[&str]| {
+        let mut c = Command::new(bin);
+        c.env("KUBECONFIG", &kubeconfig)
+            .env("HOME", dir.path())
+            .args(subcommand)
+            .args([
+                "--window",
+                "0",
+                "-o",
+                "json",
+                "--request-timeout",
+                "30s",
+                "--timeout",
+                "120s",
+            ]);
+        for (svc, addr) in server.backend_addresses() {
+            c.arg("--backend-address").arg(format!("{svc}={addr}"));
+        }
+        c
+    };
+
     // (c) extpath scan, first, so that getrusage(CHILDREN) reports its peak alone.
-    let mut scan = Command::new(bin);
-    scan.env("KUBECONFIG", &kubeconfig)
-        .env("HOME", dir.path())
-        .args([
-            "scan",
-            "--window",
-            "0",
-            "-o",
-            "json",
-            "--request-timeout",
-            "30s",
-            "--timeout",
-            "120s",
-        ]);
-    for (svc, addr) in server.backend_addresses() {
-        scan.arg("--backend-address").arg(format!("{svc}={addr}"));
-    }
+    let mut scan = extpath(&["scan"]);
     let started = Instant::now();
     let (server_cpu_before, _) = cpu_seconds();
     let requests_before = server.requests().len();
@@ -249,28 +255,7 @@ fn main() {
 
     // Where the scan's time goes: collection alone, then analysis of its bundle alone.
     let bundle_path = dir.path().join("bundle.json");
-    let mut collect = Command::new(bin);
-    collect
-        .env("KUBECONFIG", &kubeconfig)
-        .env("HOME", dir.path())
-        .args([
-            "collect",
-            "-v",
-            "1",
-            "--window",
-            "0",
-            "-o",
-            "json",
-            "--request-timeout",
-            "30s",
-            "--timeout",
-            "120s",
-        ]);
-    for (svc, addr) in server.backend_addresses() {
-        collect
-            .arg("--backend-address")
-            .arg(format!("{svc}={addr}"));
-    }
+    let mut collect = extpath(&["collect", "-v", "1"]);
     let started = Instant::now();
     let collected = collect.output().expect("collect runs");
     let collect_time = started.elapsed();

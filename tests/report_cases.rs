@@ -74,19 +74,13 @@ fn verdict(subject: Subject, confidence: f64, rules: Vec<RuleHit>) -> Verdict {
         .first()
         .expect("a verdict from rules has at least one rule");
     Verdict {
-        subject,
-        related: Vec::new(),
         class: first.class,
         severity: first.severity,
         confidence,
         rung: Some(first.rung),
         summary: first.summary.clone(),
         rules,
-        ruled_out: Vec::new(),
-        consequences: Vec::new(),
-        history: Vec::new(),
-        next: Vec::new(),
-        waived: None,
+        ..Verdict::new(subject, Vec::new())
     }
 }
 
@@ -479,23 +473,18 @@ pub fn today_d() -> jiff::civil::Date {
 /// its pods unreachable), a waived warning, one expired and one unmatched waiver.
 pub fn inconclusive_and_waived() -> Diagnosis {
     let custom = Verdict {
-        subject: subject(SubjectKind::ApiService, "v1beta1.custom.metrics.k8s.io"),
-        related: Vec::new(),
         class: Class::Inconclusive,
         severity: Severity::Warning,
-        confidence: 0.0,
-        rung: None,
         summary: "Not enough evidence to judge: no discovery probe and no serving chain (see gaps)"
             .to_string(),
-        rules: Vec::new(),
-        ruled_out: Vec::new(),
-        consequences: Vec::new(),
-        history: Vec::new(),
         next: strings(&[
             "kubectl get apiservice v1beta1.custom.metrics.k8s.io -o yaml",
             "kubectl get --raw /apis/custom.metrics.k8s.io/v1beta1",
         ]),
-        waived: None,
+        ..Verdict::new(
+            subject(SubjectKind::ApiService, "v1beta1.custom.metrics.k8s.io"),
+            Vec::new(),
+        )
     };
     let mut vault = verdict(
         webhook(

@@ -299,6 +299,29 @@ pub struct Verdict {
     pub waived: Option<AppliedWaiver>,
 }
 
+impl Verdict {
+    /// A verdict on `subject` before any rule has spoken: Healthy, info, no confidence, nothing
+    /// fired, ruled out or to run next. The classifier starts from it; so do hand-made verdicts.
+    #[must_use]
+    pub fn new(subject: Subject, related: Vec<Subject>) -> Verdict {
+        Verdict {
+            subject,
+            related,
+            class: Class::Healthy,
+            severity: Severity::Info,
+            confidence: 0.0,
+            rung: None,
+            summary: String::new(),
+            rules: Vec::new(),
+            ruled_out: Vec::new(),
+            consequences: Vec::new(),
+            history: Vec::new(),
+            next: Vec::new(),
+            waived: None,
+        }
+    }
+}
+
 /// Totals over all verdicts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 pub struct Summary {

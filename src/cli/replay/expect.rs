@@ -137,25 +137,18 @@ mod tests {
     use crate::engine::{Subject, SubjectKind, Summary};
 
     fn verdict(kind: SubjectKind, name: &str, class: Class, severity: Severity) -> Verdict {
+        let subject = Subject {
+            kind,
+            name: name.into(),
+            namespace: None,
+            parent: None,
+        };
         Verdict {
-            subject: Subject {
-                kind,
-                name: name.into(),
-                namespace: None,
-                parent: None,
-            },
-            related: Vec::new(),
             class,
             severity,
             confidence: 0.9,
-            rung: None,
             summary: format!("{name} is {class}"),
-            rules: Vec::new(),
-            ruled_out: Vec::new(),
-            consequences: Vec::new(),
-            history: Vec::new(),
-            next: Vec::new(),
-            waived: None,
+            ..Verdict::new(subject, Vec::new())
         }
     }
 

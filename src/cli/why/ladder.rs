@@ -191,13 +191,10 @@ mod tests {
 
     fn verdict(s: Subject, class: Class, rung: Rung, related: Vec<Subject>) -> Verdict {
         Verdict {
-            subject: s,
-            related,
             class,
             severity: Severity::Critical,
             confidence: 0.9,
             rung: Some(rung),
-            summary: String::new(),
             rules: vec![RuleHit {
                 id: format!("{}-{rung}", class.as_str().to_lowercase()),
                 class,
@@ -206,11 +203,7 @@ mod tests {
                 summary: "s".into(),
                 evidence: Default::default(),
             }],
-            ruled_out: vec![],
-            consequences: vec![],
-            history: vec![],
-            next: vec![],
-            waived: None,
+            ..Verdict::new(s, related)
         }
     }
 

@@ -137,21 +137,7 @@ fn verdict_for(
         .iter()
         .filter(|h| rule(rules, h).class == Class::Healthy)
         .collect();
-    let mut verdict = Verdict {
-        subject: r.subject.clone(),
-        related: r.related.clone(),
-        class: Class::Healthy,
-        severity: Severity::Info,
-        confidence: 0.0,
-        rung: None,
-        summary: String::new(),
-        rules: Vec::new(),
-        ruled_out: Vec::new(),
-        consequences: Vec::new(),
-        history: Vec::new(),
-        next: Vec::new(),
-        waived: None,
-    };
+    let mut verdict = Verdict::new(r.subject.clone(), r.related.clone());
     if let Some(winner) = faults.iter().copied().min_by(|a, b| {
         let (ra, rb) = (rule(rules, a), rule(rules, b));
         ra.rung

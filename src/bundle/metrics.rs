@@ -72,10 +72,11 @@ impl MetricsSource {
 }
 
 /// A family extpath reads: its name, its type as kube-apiserver and etcd expose it (REFERENCE §3,
-/// checked against the real captures), the layer whose rules read it, and whether etcd itself
-/// exposes it (read with the etcd selector from Prometheus).
+/// checked against the real captures), the layer whose rules read it, whether etcd itself
+/// exposes it (read with the etcd selector from Prometheus), and the names other supported
+/// releases give the same family.
 pub struct KnownFamily {
-    /// Family name.
+    /// Family name: the one rules use (kube-apiserver 1.30's, etcd 3.5's).
     pub name: &'static str,
     /// Type as exposed.
     pub kind: MetricKind,
@@ -83,6 +84,22 @@ pub struct KnownFamily {
     pub layer: &'static str,
     /// Exposed by etcd itself.
     pub etcd: bool,
+    /// The same family under the names of other supported releases, each with the releases that
+    /// use it. A rule asking for `name` reads the first of `name` and these that a target exposes
+    /// (never their sum: during a deprecation both names carry the same observations).
+    pub also: &'static [(&'static str, &'static str)],
+}
+
+impl KnownFamily {
+    /// The same family under other names in other releases.
+    const fn also(self, also: &'static [(&'static str, &'static str)]) -> Self {
+        KnownFamily { also, ..self }
+    }
+
+    /// Every name of the family, the rules' name first.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        std::iter::once(self.name).chain(self.also.iter().map(|(n, _)| *n))
+    }
 }
 
 const fn k(name: &'static str, kind: MetricKind, layer: &'static str) -> KnownFamily {
@@ -91,6 +108,7 @@ const fn k(name: &'static str, kind: MetricKind, layer: &'static str) -> KnownFa
         kind,
         layer,
         etcd: false,
+        also: &[],
     }
 }
 
@@ -100,12 +118,33 @@ const fn e(name: &'static str, kind: MetricKind) -> KnownFamily {
         kind,
         layer: "Storage (etcd)",
         etcd: true,
+        also: &[],
     }
 }
 
+/// The family a name belongs to, under whichever release's name it is given.
+pub fn known_family(name: &str) -> Option<&'static KnownFamily> {
+    KNOWN_FAMILIES.iter().find(|f| f.names().any(|n| n == name))
+}
+
+/// The names to try, in order, for a family a rule asks for by `name`: the family's names when it
+/// is known (the asked name first), else the name alone.
+pub fn names_to_try(name: &str) -> Vec<&str> {
+    let mut out = vec![name];
+    if let Some(f) = known_family(name) {
+        for other in f.names() {
+            if other != name {
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
 /// The families rules read, grouped by layer: the one list behind [`default_selection`] and the
-/// Prometheus reader's types and docs (`collect::prometheus::families`). Names of older releases
-/// are kept beside their successors so that rules work on every supported version.
+/// Prometheus reader's types and docs (`collect::prometheus::families`). A family renamed between
+/// supported releases (1.24 to the newest; etcd 3.4 and 3.5) is one entry with its other names in
+/// `also`, so rules name it once and read it on every version.
 pub const KNOWN_FAMILIES: &[KnownFamily] = &[
     // Identity and age of the process: tells dumps apart and says how much history the
     // cumulative counters hold.
@@ -124,31 +163,47 @@ pub const KNOWN_FAMILIES: &[KnownFamily] = &[
         "apiserver_crd_conversion_webhook_duration_seconds",
         H,
         "Admission",
-    ),
+    )
+    .also(&[(
+        "apiserver_crd_webhook_conversion_duration_seconds",
+        "up to 1.27 (renamed by kubernetes#118542)",
+    )]),
     // APF: rejections by reason, dispatches, queues, executing seats, limits.
     k("apiserver_flowcontrol_rejected_requests_total", C, "APF"),
     k("apiserver_flowcontrol_dispatched_requests_total", C, "APF"),
     k("apiserver_flowcontrol_current_inqueue_requests", G, "APF"),
     k("apiserver_flowcontrol_current_executing_requests", G, "APF"),
-    k("apiserver_flowcontrol_current_executing_seats", G, "APF"),
+    k("apiserver_flowcontrol_current_executing_seats", G, "APF").also(&[(
+        "apiserver_flowcontrol_request_concurrency_in_use",
+        "up to 1.26 (deprecated in 1.27, removed in 1.31)",
+    )]),
     k(
         "apiserver_flowcontrol_request_wait_duration_seconds",
         H,
         "APF",
     ),
-    k("apiserver_flowcontrol_request_concurrency_limit", G, "APF"),
-    k("apiserver_flowcontrol_nominal_limit_seats", G, "APF"),
-    // Storage, as kube-apiserver sees etcd (`etcd_db_total_size_in_bytes` and
-    // `etcd_object_counts` are the pre-1.28 / pre-1.21 names).
+    k("apiserver_flowcontrol_nominal_limit_seats", G, "APF").also(&[(
+        "apiserver_flowcontrol_request_concurrency_limit",
+        "up to 1.27 (deprecated in 1.28, removed in 1.31)",
+    )]),
+    // Storage, as kube-apiserver sees etcd.
     k("etcd_request_duration_seconds", H, "Storage"),
     k("etcd_requests_total", C, "Storage"),
     k("etcd_request_errors_total", C, "Storage"),
-    k("apiserver_storage_objects", G, "Storage"),
-    k("apiserver_resource_objects", G, "Storage"),
-    k("apiserver_storage_size_bytes", G, "Storage"),
-    k("apiserver_storage_db_total_size_in_bytes", G, "Storage"),
-    k("etcd_db_total_size_in_bytes", G, "Storage"),
-    k("etcd_object_counts", G, "Storage"),
+    k("apiserver_storage_objects", G, "Storage").also(&[
+        (
+            "apiserver_resource_objects",
+            "1.34 and later (labels group, resource)",
+        ),
+        ("etcd_object_counts", "up to 1.21"),
+    ]),
+    k("apiserver_storage_size_bytes", G, "Storage").also(&[
+        (
+            "apiserver_storage_db_total_size_in_bytes",
+            "1.23 to 1.27 (label endpoint)",
+        ),
+        ("etcd_db_total_size_in_bytes", "up to 1.27 (label endpoint)"),
+    ]),
     // Watch: watchers closed for unresponsiveness, watch-cache freshness.
     k("apiserver_terminated_watchers_total", C, "Watch"),
     k("apiserver_watch_cache_read_wait_seconds", H, "Watch"),
@@ -167,7 +222,10 @@ pub const KNOWN_FAMILIES: &[KnownFamily] = &[
     e("etcd_server_slow_apply_total", C),
     e("etcd_server_heartbeat_send_failures_total", C),
     e("etcd_server_quota_backend_bytes", G),
-    e("etcd_mvcc_db_total_size_in_bytes", G),
+    e("etcd_mvcc_db_total_size_in_bytes", G).also(&[(
+        "etcd_debugging_mvcc_db_total_size_in_bytes",
+        "etcd 3.3 and 3.4 (3.4 exposes both)",
+    )]),
     e("etcd_mvcc_db_total_size_in_use_in_bytes", G),
     e("etcd_network_peer_round_trip_time_seconds", H),
     e("etcd_network_peer_sent_failures_total", C),
@@ -176,7 +234,10 @@ pub const KNOWN_FAMILIES: &[KnownFamily] = &[
     e("etcd_server_id", G),
     // Aggregation: APIService availability (gauge and transitions) and OpenAPI aggregation.
     k("aggregator_unavailable_apiservice", G, "Aggregation"),
-    k("aggregator_unavailable_apiservice_total", C, "Aggregation"),
+    k("aggregator_unavailable_apiservice_total", C, "Aggregation").also(&[(
+        "aggregator_unavailable_apiservice_count",
+        "releases before the _total rename",
+    )]),
     k("aggregator_openapi_v2_regeneration_count", C, "Aggregation"),
     k(
         "aggregator_openapi_v2_regeneration_duration",
@@ -273,7 +334,7 @@ pub const SELECTED_PREFIXES: &[&str] = &[
 pub fn default_selection() -> crate::promtext::Selection {
     let by_name = KNOWN_FAMILIES
         .iter()
-        .map(|f| f.name)
+        .flat_map(KnownFamily::names)
         .filter(|n| !SELECTED_PREFIXES.iter().any(|p| n.starts_with(p)));
     SELECTED_PREFIXES
         .iter()

@@ -1,7 +1,8 @@
 //! The CEL function library rules call: metric queries and a few formatting helpers.
 //!
-//! Metric functions take a target (`'apiserver'`, `'etcd'`, `'extension'`), a family name (or a list of
-//! names, summed, for a family renamed between versions) and a label selector map, and answer with a
+//! Metric functions take a target (`'apiserver'`, `'etcd'`, `'extension'`), a family name (read under
+//! whichever name the server's release gives it, `bundle::metrics::KNOWN_FAMILIES`) and a label
+//! selector map, and answer with a
 //! map that always says `present` and, for counters and histograms, whether the numbers describe the
 //! metrics window or the whole process life. The semantics live in [`super::metrics_query`]; this file
 //! only converts arguments and answers. `docs/facts.md` documents every function; [`FUNCTIONS`] lists
@@ -200,6 +201,9 @@ pub fn histogram_value(a: &HistogramAnswer) -> Value {
         .f("count", a.count)
         .f("value", a.value)
         .f("fraction", a.fraction)
+        .b("beyond_top_bucket", a.beyond_top_bucket)
+        .f("top_bucket", a.top_bucket)
+        .s("text", a.text.clone())
         .build()
 }
 

@@ -121,6 +121,25 @@ pub struct HistogramAnswer {
     pub value: f64,
     /// For `above` queries: `value / count` (0 when there are no observations).
     pub fraction: f64,
+    /// The quantile's rank falls in the `+Inf` bucket: the true value is above `top_bucket`, and
+    /// `value` (that bound, as Prometheus answers) is only a lower bound.
+    pub beyond_top_bucket: bool,
+    /// The highest finite bucket bound of the matching series (0 when there is none).
+    pub top_bucket: f64,
+    /// The quantile for people: `1.2 s`, `> 2.5 s` when it lies beyond the top bucket, `no
+    /// observations` when there are none; empty for `above` queries.
+    pub text: String,
+}
+
+/// The quantile of `value` seconds for people, saying when it lies beyond the top bucket.
+pub fn quantile_text(count: f64, value: f64, beyond_top_bucket: bool) -> String {
+    if count <= 0.0 {
+        "no observations".to_string()
+    } else if beyond_top_bucket {
+        format!("> {}", super::functions::human_seconds(value))
+    } else {
+        super::functions::human_seconds(value)
+    }
 }
 
 /// One matching series, for listing.
@@ -145,6 +164,7 @@ type LabelIndex = Arc<HashMap<String, Vec<usize>>>;
 pub struct MetricsIndex {
     sources: Vec<MetricsSource>,
     by_label: Mutex<HashMap<IndexKey, LabelIndex>>,
+    families: Mutex<HashMap<(usize, String), Option<usize>>>,
 }
 
 /// Parse a target name (`apiserver`, `etcd`, `extension`).
@@ -188,6 +208,7 @@ impl MetricsIndex {
         MetricsIndex {
             sources: sources.to_vec(),
             by_label: Mutex::new(HashMap::new()),
+            families: Mutex::new(HashMap::new()),
         }
     }
 
@@ -213,10 +234,23 @@ impl MetricsIndex {
         let source = &self.sources[si];
         let mut present = false;
         let mut out = Vec::new();
+        // Each asked name is one family: read it under the first of its releases' names the
+        // target exposes (`bundle::metrics::KNOWN_FAMILIES`), so a rule written against 1.30's
+        // names reads a 1.24 server, and a server exposing an old and a new name during a
+        // deprecation is not counted twice. Names given in one list are alternatives too.
+        let mut chosen: Vec<usize> = Vec::new();
         for name in families {
-            let Some(fi) = source.families.iter().position(|f| &f.name == name) else {
-                continue;
-            };
+            if let Some(fi) = self.family_index(si, name)
+                && !chosen.contains(&fi)
+            {
+                chosen.push(fi);
+            }
+        }
+        if families.len() > 1 {
+            // A list names one family under several names: the first present wins.
+            chosen.truncate(1);
+        }
+        for fi in chosen {
             present = true;
             let fam = &source.families[fi];
             // Narrow by the most selective equality label (an index per label, built once), then
@@ -250,6 +284,19 @@ impl MetricsIndex {
             }
         }
         (present, out)
+    }
+
+    /// The family a rule's name stands for in source `si`, under whichever release's name it
+    /// is exposed; resolved once per (source, name).
+    fn family_index(&self, si: usize, name: &str) -> Option<usize> {
+        let key = (si, name.to_string());
+        let mut cache = self.families.lock().unwrap_or_else(|e| e.into_inner());
+        *cache.entry(key).or_insert_with(|| {
+            let families = &self.sources[si].families;
+            crate::bundle::metrics::names_to_try(name)
+                .into_iter()
+                .find_map(|n| families.iter().position(|f| f.name == n))
+        })
     }
 
     fn label_index(&self, si: usize, fi: usize, label: &str) -> LabelIndex {
@@ -384,6 +431,10 @@ impl MetricsIndex {
         let value = histogram_quantile(q, &buckets)
             .filter(|v| v.is_finite())
             .unwrap_or(0.0);
+        let top = buckets.iter().rfind(|b| b.le.0.is_finite());
+        let top_bucket = top.map_or(0.0, |b| b.le.0);
+        // Prometheus answers the top finite bound when the rank is not reached below it.
+        let beyond_top_bucket = count > 0.0 && top.is_some_and(|b| b.count.0 < q * count);
         HistogramAnswer {
             present,
             windowed,
@@ -391,6 +442,9 @@ impl MetricsIndex {
             count,
             value,
             fraction: 0.0,
+            beyond_top_bucket,
+            top_bucket,
+            text: quantile_text(count, value, beyond_top_bucket),
         }
     }
 
@@ -422,6 +476,12 @@ impl MetricsIndex {
             count,
             value,
             fraction: if count > 0.0 { value / count } else { 0.0 },
+            beyond_top_bucket: false,
+            top_bucket: buckets
+                .iter()
+                .rfind(|b| b.le.0.is_finite())
+                .map_or(0.0, |b| b.le.0),
+            text: String::new(),
         }
     }
 
@@ -547,5 +607,98 @@ up 0
         assert_eq!((above.value, above.count), (10.0, 10.0));
         let g = idx.gauge(MetricTarget::Apiserver, &["up".into()], &[]);
         assert_eq!((g.present, g.value), (true, 0.0));
+    }
+
+    /// One family under two releases' names: a rule names it once and reads it on either
+    /// release, and a server that exposes both during a deprecation is not counted twice.
+    #[test]
+    fn a_renamed_family_is_read_under_the_name_the_release_gives_it() {
+        let old = "\
+# TYPE apiserver_crd_webhook_conversion_duration_seconds histogram
+apiserver_crd_webhook_conversion_duration_seconds_bucket{crd_name=\"a\",succeeded=\"false\",le=\"1\"} 3
+apiserver_crd_webhook_conversion_duration_seconds_bucket{crd_name=\"a\",succeeded=\"false\",le=\"+Inf\"} 3
+apiserver_crd_webhook_conversion_duration_seconds_sum{crd_name=\"a\",succeeded=\"false\"} 0.1
+apiserver_crd_webhook_conversion_duration_seconds_count{crd_name=\"a\",succeeded=\"false\"} 3
+# TYPE etcd_mvcc_db_total_size_in_bytes gauge
+etcd_mvcc_db_total_size_in_bytes 100
+# TYPE etcd_debugging_mvcc_db_total_size_in_bytes gauge
+etcd_debugging_mvcc_db_total_size_in_bytes 100
+";
+        let families = parse_str(old, &Selection::all()).unwrap();
+        let src = |target| MetricsSource {
+            target,
+            origin: "test".into(),
+            scraped_at: None,
+            window: None,
+            families: families.clone(),
+        };
+        let idx = MetricsIndex::new(&[src(MetricTarget::Apiserver), src(MetricTarget::Etcd)]);
+        let current = vec!["apiserver_crd_conversion_webhook_duration_seconds".to_string()];
+        let c = idx.counter(MetricTarget::Apiserver, &current, &sel("crd_name", "a"));
+        assert!(c.present, "the 1.24 name is read for the 1.30 one");
+        assert_eq!(c.total, 3.0);
+        let size = idx.gauge(
+            MetricTarget::Etcd,
+            &["etcd_mvcc_db_total_size_in_bytes".to_string()],
+            &[],
+        );
+        assert_eq!(size.value, 100.0, "etcd 3.4's two names are one family");
+        let listed = idx.gauge(
+            MetricTarget::Etcd,
+            &[
+                "etcd_mvcc_db_total_size_in_bytes".to_string(),
+                "etcd_debugging_mvcc_db_total_size_in_bytes".to_string(),
+            ],
+            &[],
+        );
+        assert_eq!(listed.value, 100.0, "names in one list are alternatives");
+    }
+
+    /// 1.24's webhook histogram stops at 2.5 s: a quantile whose rank is in `+Inf` is a lower
+    /// bound, said as such.
+    #[test]
+    fn a_quantile_beyond_the_top_bucket_says_so() {
+        let text = "\
+# TYPE w histogram
+w_bucket{name=\"slow\",le=\"1\"} 0
+w_bucket{name=\"slow\",le=\"2.5\"} 1
+w_bucket{name=\"slow\",le=\"+Inf\"} 10
+w_sum{name=\"slow\"} 85
+w_count{name=\"slow\"} 10
+w_bucket{name=\"fast\",le=\"1\"} 10
+w_bucket{name=\"fast\",le=\"2.5\"} 10
+w_bucket{name=\"fast\",le=\"+Inf\"} 10
+w_sum{name=\"fast\"} 0.5
+w_count{name=\"fast\"} 10
+";
+        let idx = MetricsIndex::new(&[MetricsSource {
+            target: MetricTarget::Apiserver,
+            origin: "test".into(),
+            scraped_at: None,
+            window: None,
+            families: parse_str(text, &Selection::all()).unwrap(),
+        }]);
+        let fam = vec!["w".to_string()];
+        let slow = idx.quantile(
+            MetricTarget::Apiserver,
+            &fam,
+            &sel("name", "slow"),
+            0.5,
+            false,
+        );
+        assert!(slow.beyond_top_bucket);
+        assert_eq!((slow.value, slow.top_bucket), (2.5, 2.5));
+        assert_eq!(slow.text, "> 2.5 s");
+        let fast = idx.quantile(
+            MetricTarget::Apiserver,
+            &fam,
+            &sel("name", "fast"),
+            0.99,
+            false,
+        );
+        assert!(!fast.beyond_top_bucket);
+        assert_eq!(fast.text, "990 ms");
+        let none = idx.quantile(MetricTarget::Apiserver, &fam, &sel("name", "x"), 0.5, false);
+        assert_eq!(none.text, "no observations");
     }
 }

@@ -37,6 +37,12 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "webhook p99 latency at or above this fraction of its timeoutSeconds is 'near the timeout'",
     },
     SettingDef {
+        name: "webhook_slow_seconds",
+        default: 1.0,
+        unit: "seconds",
+        help: "a webhook whose median call over the metrics window takes at least this long slows every request it intercepts",
+    },
+    SettingDef {
         name: "webhook_hot_path_timeout_seconds",
         default: 15.0,
         unit: "seconds",

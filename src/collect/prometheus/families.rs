@@ -13,9 +13,9 @@ use crate::promtext::MetricKind;
 use super::promql::{FamilyPlan, Selector, query, range};
 use super::{DEFAULT_APISERVER_SELECTOR, DEFAULT_ETCD_SELECTOR, DEFAULT_SINCE};
 
-/// The known kind of a family, if it is listed.
+/// The known kind of a family, if it is listed (under any release's name).
 pub fn known_kind(name: &str) -> Option<MetricKind> {
-    KNOWN.iter().find(|k| k.name == name).map(|k| k.kind)
+    crate::bundle::metrics::known_family(name).map(|k| k.kind)
 }
 
 /// How a family's instances are combined.
@@ -73,20 +73,26 @@ pub fn reference() -> String {
     out.push_str(&format!(
         "### Per family\n\n\
          Selectors: apiserver `{}`, etcd `{}`.\n\n\
-         | rule input | family | type | target | across instances |\n|---|---|---|---|---|\n",
+         | rule input | family | type | target | across instances | other releases |\n|---|---|---|---|---|---|\n",
         DEFAULT_APISERVER_SELECTOR.replace('|', "\\|"),
         DEFAULT_ETCD_SELECTOR.replace('|', "\\|"),
     ));
     let mut rows: Vec<&Known> = KNOWN.iter().collect();
     rows.sort_by_key(|k| (k.layer, k.name));
     for k in rows {
+        let also: Vec<String> = k
+            .also
+            .iter()
+            .map(|(n, when)| format!("`{n}` ({when})"))
+            .collect();
         out.push_str(&format!(
-            "| {} | `{}` | {} | {} | `{}` |\n",
+            "| {} | `{}` | {} | {} | `{}` | {} |\n",
             k.layer,
             k.name,
             k.kind.as_str(),
             if k.etcd { "etcd" } else { "apiserver" },
-            aggregation(k)
+            aggregation(k),
+            also.join("; ")
         ));
     }
     out
@@ -100,7 +106,9 @@ mod tests {
     fn every_known_family_is_selected() {
         let sel = crate::bundle::metrics::default_selection();
         for k in KNOWN {
-            assert!(sel.wants(k.name), "{} is not selected", k.name);
+            for name in k.names() {
+                assert!(sel.wants(name), "{name} is not selected");
+            }
         }
     }
 

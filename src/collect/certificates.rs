@@ -23,8 +23,10 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::time::Instant;
 
 use super::backends::Backends;
+use crate::bundle::probes::{ClientTool, ProbeKind};
 use crate::bundle::{
-    CertOrigin, CertSource, Certificate, EvidenceBundle, Gap, GapReason, ObjectRef, ServiceRef,
+    CertOrigin, CertSource, Certificate, EvidenceBundle, Gap, GapReason, ObjectRef, Probe,
+    ProbeOrigin, Rung, ServiceRef,
 };
 
 /// A backend to shake hands with.
@@ -204,11 +206,19 @@ impl ServerCertVerifier for Recorder {
 /// Why a served chain could not be captured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CaptureError {
-    /// The connection or the handshake did not finish in time (a backend that accepts TCP and
-    /// never answers, a black-holed route).
+    /// The dial or the handshake did not finish in time (a black-holed route, a backend that
+    /// accepts TCP and never answers TLS), in Go's words (`dial tcp …: i/o timeout`, `net/http:
+    /// TLS handshake timeout`).
     #[error("{0}")]
     Timeout(String),
-    /// Refused, reset, no route, or a handshake that failed outright.
+    /// The dial failed: refused, no route, unknown host — in Go's words (`dial tcp …: connect:
+    /// connection refused`).
+    #[error("{0}")]
+    Unreachable(String),
+    /// The whole run's `--timeout` ended first: says nothing about the backend.
+    #[error("not finished within --timeout")]
+    Deadline,
+    /// Anything else (a handshake that failed outright, no address to dial).
     #[error("{0}")]
     Failed(String),
 }
@@ -216,16 +226,48 @@ pub enum CaptureError {
 impl CaptureError {
     fn gap_reason(&self) -> GapReason {
         match self {
-            CaptureError::Timeout(_) => GapReason::Timeout,
-            CaptureError::Failed(_) => GapReason::Unreachable,
+            CaptureError::Timeout(_) | CaptureError::Deadline => GapReason::Timeout,
+            CaptureError::Failed(_) | CaptureError::Unreachable(_) => GapReason::Unreachable,
         }
     }
+
+    /// The failure as the API server's own client would meet it at the same address, when it is
+    /// one: a dial that fails or a backend that never answers. A handshake that fails outright is
+    /// not counted: what extpath offers (its TLS versions, no client certificate) may differ.
+    pub fn as_dial_failure(&self) -> Option<&str> {
+        match self {
+            CaptureError::Timeout(e) | CaptureError::Unreachable(e) => Some(e),
+            CaptureError::Deadline | CaptureError::Failed(_) => None,
+        }
+    }
+}
+
+/// Go's words for a failed dial (`net.OpError`): what kube-apiserver's webhook client logs and
+/// returns for the same failure.
+pub fn go_dial_error(address: &str, e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    let cause = match e.kind() {
+        K::ConnectionRefused => "connect: connection refused".to_string(),
+        K::TimedOut => "i/o timeout".to_string(),
+        K::HostUnreachable => "connect: no route to host".to_string(),
+        K::NetworkUnreachable => "connect: network is unreachable".to_string(),
+        K::ConnectionReset => "read: connection reset by peer".to_string(),
+        K::AddrNotAvailable => "connect: cannot assign requested address".to_string(),
+        _ if e.to_string().contains("lookup") || e.to_string().contains("Name or service") => {
+            let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+            return format!("dial tcp: lookup {host}: no such host");
+        }
+        _ => e.to_string(),
+    };
+    format!("dial tcp {address}: {cause}")
 }
 
 /// Shake hands with `address`, sending `server_name` as SNI, and return the presented chain.
 ///
 /// # Errors
-/// The connection or handshake failure, or the timeout.
+/// [`CaptureError::Unreachable`] when the backend refuses, cannot be routed to, or does not
+/// answer the dial or the handshake in time (as the API server would meet it);
+/// [`CaptureError::Failed`] for anything else.
 pub async fn capture_chain(
     address: &str,
     server_name: &str,
@@ -249,7 +291,7 @@ pub async fn capture_chain(
     let work = async {
         let tcp = tokio::net::TcpStream::connect(address)
             .await
-            .map_err(|e| failed(format!("dial tcp {address}: {e}")))?;
+            .map_err(|e| CaptureError::Unreachable(go_dial_error(address, &e)))?;
         connected.store(true, std::sync::atomic::Ordering::Relaxed);
         connector
             .connect(sni, tcp)
@@ -258,11 +300,16 @@ pub async fn capture_chain(
         Ok::<_, CaptureError>(())
     };
     tokio::time::timeout(timeout, work).await.map_err(|_| {
-        CaptureError::Timeout(if connected.load(std::sync::atomic::Ordering::Relaxed) {
-            format!("TLS handshake with {address}: no answer within {timeout:?}")
+        if connected.load(std::sync::atomic::Ordering::Relaxed) {
+            // Go's http.Transport: `net/http: TLS handshake timeout`.
+            CaptureError::Timeout(format!(
+                "net/http: TLS handshake timeout (TLS handshake with {address}: no answer within {timeout:?})"
+            ))
         } else {
-            format!("dial tcp {address}: no answer within {timeout:?}")
-        })
+            CaptureError::Timeout(format!(
+                "dial tcp {address}: i/o timeout (no answer within {timeout:?})"
+            ))
+        }
     })??;
     let chain = recorder.chain.lock().map(|c| c.clone()).unwrap_or_default();
     if chain.is_empty() {
@@ -271,15 +318,56 @@ pub async fn capture_chain(
     Ok(chain)
 }
 
-/// Capture every target's chain, all at once; unreachable backends are gaps.
+/// What the handshakes found: served chains, what could not be captured, and — for webhooks and
+/// conversion webhooks whose backend address was resolved — the failed dials as observations of
+/// that object, since the API server's own calls meet the same failure.
+#[derive(Debug, Default)]
+pub struct Handshakes {
+    /// Certificates of the served chains.
+    pub certs: Vec<Certificate>,
+    /// Chains not captured, and why.
+    pub gaps: Vec<Gap>,
+    /// Failed dials to a resolved webhook backend.
+    pub probes: Vec<Probe>,
+}
+
+/// Whether a failed dial to this owner's backend is evidence about the owner: the API server calls
+/// webhooks and conversion webhooks itself, so a backend extpath cannot reach (at the address the
+/// Service resolves to) is one the API server cannot reach either. An APIService is judged on the
+/// aggregator's own discovery probe instead, which goes the API server's way.
+fn dial_is_evidence(owner: &ObjectRef) -> bool {
+    matches!(
+        owner.kind.as_str(),
+        "ValidatingWebhook" | "MutatingWebhook" | "CustomResourceDefinition"
+    )
+}
+
+/// The observation of a failed dial to `t`'s backend.
+fn dial_probe(t: &TlsTarget, error: String, latency: Duration) -> Probe {
+    let mut p = Probe::new(ProbeOrigin {
+        kind: ProbeKind::Probe,
+        tool: ClientTool::Extpath,
+        files: Vec::new(),
+    });
+    p.error = Some(error);
+    p.rung = Some(Rung::Tls);
+    p.target = Some(t.owner.clone());
+    p.latency_ms = Some(latency.as_secs_f64() * 1000.0);
+    p.at = Some(jiff::Timestamp::now());
+    p
+}
+
+/// Capture every target's chain, all at once; unreachable backends are gaps (and, for webhooks,
+/// observations).
 pub async fn capture_all(
     targets: Vec<TlsTarget>,
     request_timeout: Duration,
     deadline: Instant,
-) -> (Vec<Certificate>, Vec<Gap>) {
+) -> Handshakes {
     let connect_timeout = request_timeout.min(Duration::from_secs(5));
     let results = futures::stream::iter(targets)
         .map(|t| async move {
+            let started = Instant::now();
             let r = match &t.address {
                 Ok(addr) => match tokio::time::timeout_at(
                     deadline,
@@ -288,28 +376,25 @@ pub async fn capture_all(
                 .await
                 {
                     Ok(r) => r,
-                    Err(_) => Err(CaptureError::Timeout(
-                        "not finished within --timeout".to_string(),
-                    )),
+                    Err(_) => Err(CaptureError::Deadline),
                 },
                 Err(why) => Err(CaptureError::Failed(why.clone())),
             };
-            (t, r)
+            (t, r, started.elapsed())
         })
         .buffer_unordered(64)
         .collect::<Vec<_>>()
         .await;
-    let mut certs = Vec::new();
-    let mut gaps = Vec::new();
+    let mut out = Handshakes::default();
     let mut results = results;
     results.sort_by(|a, b| a.0.owner.cmp(&b.0.owner));
-    for (t, r) in results {
+    for (t, r, took) in results {
         match r {
             Ok(chain) => {
                 let endpoint = t.address.clone().ok();
                 for (i, der) in chain.iter().enumerate() {
                     match crate::pki::decode_der(der, i) {
-                        Ok(info) => certs.push(
+                        Ok(info) => out.certs.push(
                             Certificate::from_info(
                                 info,
                                 CertOrigin {
@@ -322,7 +407,7 @@ pub async fn capture_all(
                             )
                             .with_der(der),
                         ),
-                        Err(e) => gaps.push(Gap::new(
+                        Err(e) => out.gaps.push(Gap::new(
                             format!("tls/{}", t.owner),
                             GapReason::Error,
                             e.to_string(),
@@ -330,18 +415,26 @@ pub async fn capture_all(
                     }
                 }
             }
-            Err(why) => gaps.push(Gap::new(
-                format!("tls/{}", t.owner),
-                if t.address.is_err() {
-                    GapReason::NotSupplied
-                } else {
-                    why.gap_reason()
-                },
-                why.to_string(),
-            )),
+            Err(why) => {
+                if let Some(e) = why.as_dial_failure()
+                    && t.address.is_ok()
+                    && dial_is_evidence(&t.owner)
+                {
+                    out.probes.push(dial_probe(&t, e.to_string(), took));
+                }
+                out.gaps.push(Gap::new(
+                    format!("tls/{}", t.owner),
+                    if t.address.is_err() {
+                        GapReason::NotSupplied
+                    } else {
+                        why.gap_reason()
+                    },
+                    why.to_string(),
+                ));
+            }
         }
     }
-    (certs, gaps)
+    out
 }
 
 #[cfg(test)]
@@ -390,5 +483,33 @@ mod tests {
         );
         let err = address_for_service(&s, &Backends::default(), &BTreeMap::new()).unwrap_err();
         assert!(err.contains("not found"), "{err}");
+    }
+
+    /// A backend that refuses is met in Go's words, as the API server's webhook client meets it,
+    /// and counts as a dial failure; a port that accepts and never answers TLS is a handshake
+    /// timeout.
+    #[tokio::test]
+    async fn a_refused_or_silent_backend_is_a_dial_failure_in_gos_words() {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let closed = socket.local_addr().unwrap().to_string();
+        let e = capture_chain(&closed, "x.ns.svc", Duration::from_secs(2))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.as_dial_failure(),
+            Some(format!("dial tcp {closed}: connect: connection refused").as_str())
+        );
+        let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = silent.local_addr().unwrap().to_string();
+        let e = capture_chain(&addr, "x.ns.svc", Duration::from_millis(200))
+            .await
+            .unwrap_err();
+        assert!(
+            e.as_dial_failure()
+                .is_some_and(|t| t.starts_with("net/http: TLS handshake timeout")),
+            "{e:?}"
+        );
+        assert!(CaptureError::Deadline.as_dial_failure().is_none());
     }
 }

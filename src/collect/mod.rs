@@ -423,8 +423,7 @@ async fn later_stages(
         progress.step("TLS handshakes");
         r
     };
-    let ((pods, (log_findings, log_gaps)), (certs, cert_gaps)) =
-        tokio::join!(pods_and_logs, handshakes);
+    let ((pods, (log_findings, log_gaps)), handshakes) = tokio::join!(pods_and_logs, handshakes);
     out.gaps.extend(backends.gaps.clone());
     out.contributions
         .push(Box::new(move |b: &mut EvidenceBundle| backends.apply(b)));
@@ -439,10 +438,16 @@ async fn later_stages(
         .push(Box::new(move |b: &mut EvidenceBundle| {
             b.log_findings.extend(log_findings)
         }));
+    let certificates::Handshakes {
+        certs,
+        gaps: cert_gaps,
+        probes: dial_probes,
+    } = handshakes;
     out.contributions
         .push(Box::new(move |b: &mut EvidenceBundle| {
             b.certificates.extend(certs)
         }));
     out.gaps.extend(cert_gaps);
+    out.probes.extend(dial_probes);
     out
 }

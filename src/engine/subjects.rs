@@ -217,7 +217,11 @@ pub fn is_failing(p: &Probe) -> bool {
 }
 
 fn wants_subject(p: &Probe) -> bool {
-    is_failing(p) || (p.origin.kind == ProbeKind::ClientOutput && p.watch.is_some())
+    // extpath's own dial of an object's backend (no request path) is an observation of that
+    // object, not a request of its own.
+    let backend_dial = p.origin.kind == ProbeKind::Probe && p.path.is_none() && p.target.is_some();
+    !backend_dial
+        && (is_failing(p) || (p.origin.kind == ProbeKind::ClientOutput && p.watch.is_some()))
 }
 
 fn path_key(p: &Probe) -> Option<String> {

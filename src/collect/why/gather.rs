@@ -435,7 +435,7 @@ pub(super) async fn gather(
         }
     };
     let targets = certificates::targets(&scratch, &found, &opts.backend_addresses);
-    let (pods, (certs, cert_gaps)) = tokio::join!(
+    let (pods, handshakes) = tokio::join!(
         crate::collect::bounded(deadline, backends::fetch_pods(f, &found)),
         certificates::capture_all(targets, opts.request_timeout, deadline)
     );
@@ -447,8 +447,9 @@ pub(super) async fn gather(
             .gaps
             .push(crate::collect::gap_for("objects/pods", &e)),
     }
-    scratch.certificates.extend(certs);
-    scratch.gaps.extend(cert_gaps);
+    scratch.certificates.extend(handshakes.certs);
+    scratch.gaps.extend(handshakes.gaps);
+    scratch.probes.extend(handshakes.probes);
 
     PathEvidence {
         bundle: scratch,

@@ -260,6 +260,8 @@ fn normalise(b: &EvidenceBundle, recording: &EvidenceBundle) -> Value {
     for c in &mut b.health_checks {
         c.origin = None;
         c.target = None;
+        // A recording made before owners were recorded reads as its owner.
+        c.component = Some(c.owner());
         if !c.checks.is_empty() {
             c.error = None;
         }

@@ -301,6 +301,7 @@ fn recorded_health_checks_read_back_as_recorded() {
         error: error.map(str::to_string),
         target: None,
         origin: None,
+        component: Some(extpath::bundle::observations::Component::KubeApiserver),
     };
     for c in [
         check(

@@ -134,7 +134,15 @@ pub fn split(bundle: &EvidenceBundle) -> Split {
     let first_metrics = |t: MetricTarget| bundle.metrics.iter().position(|m| m.target == t);
     s.apiserver_metrics = first_metrics(MetricTarget::Apiserver);
     s.etcd_metrics = first_metrics(MetricTarget::Etcd);
-    let first_check = |e: HealthEndpoint| bundle.health_checks.iter().position(|c| c.endpoint == e);
+    // Only kube-apiserver's own listings are its `/readyz` and `/livez` to serve back; an
+    // extension server's or an unattributed one is not.
+    let first_check = |e: HealthEndpoint| {
+        bundle.health_checks.iter().position(|c| {
+            c.endpoint == e
+                && (e == HealthEndpoint::EtcdHealth
+                    || c.owner() == super::observations::Component::KubeApiserver)
+        })
+    };
     s.readyz = first_check(HealthEndpoint::ApiserverReadyz);
     s.livez = first_check(HealthEndpoint::ApiserverLivez);
     s.etcd_health = first_check(HealthEndpoint::EtcdHealth)

@@ -52,6 +52,69 @@ pub struct HealthCheck {
     /// Where it was read (file or URL).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// Which server answered: kube-apiserver, an extension API server, etcd — told from the checks
+    /// it lists ([`health_owner`]) when read from a file, known when collected. Absent in bundles
+    /// written before extpath recorded it, whose API-server listings all came from kube-apiserver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<Component>,
+}
+
+impl HealthCheck {
+    /// Which server answered (see `component`).
+    pub fn owner(&self) -> Component {
+        self.component.unwrap_or(match self.endpoint {
+            HealthEndpoint::EtcdHealth => Component::Etcd,
+            _ => Component::KubeApiserver,
+        })
+    }
+}
+
+/// Checks only kube-apiserver registers: the aggregator's and apiextensions' hooks and the
+/// control plane's bootstrap controllers (a generic extension API server has none of them).
+/// Matched as substrings of check names, so that releases that rename a hook keep a match.
+const KUBE_APISERVER_CHECKS: &[&str] = &[
+    "apiservice",
+    "kube-aggregator",
+    "aggregator-reload-proxy-client-cert",
+    "apiextensions",
+    "crd-informer-synced",
+    "autoregister",
+    "bootstrap-controller",
+    "rbac/bootstrap-roles",
+    "bootstrap-system-priority-classes",
+    "kube-apiserver",
+    "start-cluster-authentication-info-controller",
+    "priority-and-fairness-config-producer",
+    "start-system-namespaces-controller",
+    "start-legacy-token-tracking-controller",
+    "start-service-ip-repair-controllers",
+];
+
+/// Checks of etcd's own `/readyz` and `/livez` (etcd 3.6).
+const ETCD_CHECKS: &[&str] = &[
+    "data_corruption",
+    "serializable_read",
+    "linearizable_read",
+    "non_learner",
+];
+
+/// Which server wrote a verbose health listing, from the checks it lists: kube-apiserver when
+/// a kube-apiserver-only check is there; etcd when every check is etcd's; an extension API server
+/// when it lists the hooks of a generic API server (`poststarthook/…`, `informer-sync`,
+/// `shutdown`) but none of kube-apiserver's; otherwise unknown — `[+]ping ok` and `[+]etcd ok`
+/// alone are said by every API server, so they never decide.
+pub fn health_owner(checks: &[HealthCheckItem]) -> Component {
+    let names = || checks.iter().map(|c| c.name.as_str());
+    if names().any(|n| KUBE_APISERVER_CHECKS.iter().any(|k| n.contains(k))) {
+        return Component::KubeApiserver;
+    }
+    if !checks.is_empty() && names().all(|n| ETCD_CHECKS.contains(&n)) {
+        return Component::Etcd;
+    }
+    if names().any(|n| n.starts_with("poststarthook/") || n == "shutdown" || n == "informer-sync") {
+        return Component::ExtensionApiserver;
+    }
+    Component::Unknown
 }
 
 /// One priority level from `/debug/api_priority_and_fairness/dump_priority_levels` and
@@ -204,5 +267,45 @@ impl Gap {
             reason,
             detail: detail.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(names: &[&str]) -> Vec<HealthCheckItem> {
+        names
+            .iter()
+            .map(|n| HealthCheckItem {
+                name: n.to_string(),
+                ok: true,
+                reason: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_health_listing_says_whose_it_is_by_its_checks_never_by_default() {
+        let kas = items(&[
+            "ping",
+            "etcd",
+            "poststarthook/start-kube-aggregator-informers",
+            "poststarthook/apiservice-registration-controller",
+        ]);
+        assert_eq!(health_owner(&kas), Component::KubeApiserver);
+        let extension = items(&[
+            "ping",
+            "log",
+            "etcd",
+            "poststarthook/generic-apiserver-start-informers",
+            "poststarthook/start-sample-server-informers",
+            "shutdown",
+        ]);
+        assert_eq!(health_owner(&extension), Component::ExtensionApiserver);
+        let etcd = items(&["data_corruption", "serializable_read", "linearizable_read"]);
+        assert_eq!(health_owner(&etcd), Component::Etcd);
+        assert_eq!(health_owner(&items(&["ping", "etcd"])), Component::Unknown);
+        assert_eq!(health_owner(&[]), Component::Unknown);
     }
 }

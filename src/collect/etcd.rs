@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use super::endpoint::{ClientFiles, HttpEndpoint, SetupError, split_url};
 use super::fetch::FetchError;
 use crate::bundle::metrics::default_selection;
-use crate::bundle::observations::HealthEndpoint;
+use crate::bundle::observations::{Component, HealthEndpoint};
 use crate::bundle::{HealthCheck, HealthCheckItem};
 use crate::promtext::{self, MetricFamily};
 
@@ -211,6 +211,7 @@ pub fn health_check(
         }),
         target: Some(target.to_string()),
         origin: Some(origin.to_string()),
+        component: Some(Component::Etcd),
     })
 }
 
@@ -289,6 +290,7 @@ pub fn alarm_check(v: &Value, target: &str, origin: &str) -> Result<HealthCheck,
         error,
         target: Some(target.to_string()),
         origin: Some(origin.to_string()),
+        component: Some(Component::Etcd),
     })
 }
 

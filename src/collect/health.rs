@@ -4,8 +4,8 @@
 //! reason withheld` is exactly what the Storage rules read. Only a request that got no answer at all
 //! becomes a gap.
 
-use super::{Contribution, Fetcher, SourceFuture};
-use crate::bundle::observations::HealthEndpoint;
+use super::{Contribution, FetchError, Fetcher, SourceFuture};
+use crate::bundle::observations::{Component, HealthEndpoint};
 use crate::bundle::{EvidenceBundle, HealthCheck, HealthCheckItem};
 
 /// Parse verbose health output (`[+]name ok` / `[-]name failed: reason` lines, then
@@ -48,7 +48,20 @@ pub fn parse_verbose(endpoint: HealthEndpoint, status: u16, body: &str) -> Healt
         checks,
         target: None,
         origin: None,
+        // Asked of the API server extpath connected to.
+        component: Some(Component::KubeApiserver),
     }
+}
+
+/// Whether a body is a verbose health report: a `[+]`/`[-]` check line, or the endpoint's
+/// `… check passed|failed` line.
+fn is_health_report(body: &str) -> bool {
+    body.lines().map(str::trim).any(|l| {
+        l.starts_with("[+]")
+            || l.starts_with("[-]")
+            || l.ends_with("check passed")
+            || l.ends_with("check failed")
+    })
 }
 
 fn fetch_health<'a>(
@@ -61,7 +74,17 @@ fn fetch_health<'a>(
         if matches!(res.status, 401 | 403 | 404) {
             return Err(super::fetch::status_error(&res));
         }
-        let mut check = parse_verbose(endpoint, res.status, &res.text());
+        let text = res.text();
+        if !is_health_report(&text) {
+            // An HTML login page or any other 200 is not a health report: absence of evidence
+            // is a gap, never "passes (0 checks)".
+            return Err(FetchError::Decode(format!(
+                "{path} answered {} with no health checks and no `check passed|failed` line: {}",
+                res.status,
+                super::fetch::body_excerpt(text.as_bytes())
+            )));
+        }
+        let mut check = parse_verbose(endpoint, res.status, &text);
         check.origin = Some(path.to_string());
         let apply: Contribution =
             Box::new(move |b: &mut EvidenceBundle| b.health_checks.push(check));

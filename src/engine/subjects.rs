@@ -399,22 +399,26 @@ fn related_subject(r: &ObjectRef, bundle: &EvidenceBundle) -> Option<Subject> {
 }
 
 fn has_apiserver_evidence(b: &EvidenceBundle) -> bool {
-    use crate::bundle::observations::{Component, HealthEndpoint};
+    use crate::bundle::observations::Component;
     b.metrics_for(crate::bundle::MetricTarget::Apiserver)
         .is_some()
         || b.health_checks
             .iter()
-            .any(|h| h.endpoint != HealthEndpoint::EtcdHealth)
+            .any(|h| h.owner() == Component::KubeApiserver)
         || b.log_findings
             .iter()
             .any(|l| l.component == Component::KubeApiserver)
 }
 
 fn has_etcd_evidence(b: &EvidenceBundle) -> bool {
-    use crate::bundle::observations::{Component, HealthEndpoint};
+    use crate::bundle::observations::Component;
+    // kube-apiserver's etcd: its own metrics, health and logs, or kube-apiserver's etcd check —
+    // never an extension server's `[+]etcd`, which is that server's own storage.
     b.metrics_for(crate::bundle::MetricTarget::Etcd).is_some()
         || b.health_checks.iter().any(|h| {
-            h.endpoint == HealthEndpoint::EtcdHealth || h.checks.iter().any(|c| c.name == "etcd")
+            h.owner() == Component::Etcd
+                || (h.owner() == Component::KubeApiserver
+                    && h.checks.iter().any(|c| c.name == "etcd"))
         })
         || b.log_findings
             .iter()

@@ -7,8 +7,17 @@
 
 use serde_json::Value;
 
-use crate::bundle::observations::HealthEndpoint;
-use crate::bundle::{HealthCheck, HealthCheckItem};
+use crate::bundle::observations::{Component, HealthEndpoint, health_owner};
+use crate::bundle::{Gap, GapReason, HealthCheck, HealthCheckItem};
+
+fn endpoint_word(e: HealthEndpoint) -> &'static str {
+    match e {
+        HealthEndpoint::ApiserverReadyz => "readyz",
+        HealthEndpoint::ApiserverLivez => "livez",
+        HealthEndpoint::ApiserverHealthz => "healthz",
+        HealthEndpoint::EtcdHealth => "health",
+    }
+}
 
 use super::state::{FileCtx, FileError, Importer, Yield};
 use super::status_text::unwrap_server_error;
@@ -79,6 +88,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
                     error: (!ok).then_some(detail),
                     target: Some(target),
                     origin: Some(file.shown.clone()),
+                    component: Some(Component::Etcd),
                 });
             }
         }
@@ -156,6 +166,25 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
             None => format!("failed checks: {}", failed.join(", ")),
         })
     };
+    // Whose listing it is decides which rules may read it: kube-apiserver's `[-]etcd` is a
+    // Storage fault, an extension server's is its own backend's. Never assumed.
+    let component = health_owner(&checks);
+    if component == Component::Unknown {
+        imp.bundle.gaps.push(Gap::new(
+            format!("file:{}", file.shown),
+            GapReason::Skipped,
+            format!(
+                "a {} listing whose checks ({}) do not say which server answered — kube-apiserver, \
+                 an extension API server or etcd: kept, but not judged",
+                endpoint_word(endpoint),
+                checks
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
     imp.bundle.health_checks.push(HealthCheck {
         endpoint,
         ok,
@@ -163,6 +192,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
         error,
         target: None,
         origin: Some(file.shown.clone()),
+        component: Some(component),
     });
     Ok(Yield::Used)
 }
@@ -175,6 +205,7 @@ fn read_etcd_json(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yiel
     let ok = health == "true";
     imp.bundle.health_checks.push(HealthCheck {
         endpoint: HealthEndpoint::EtcdHealth,
+        component: Some(Component::Etcd),
         ok,
         checks: Vec::new(),
         error: (!ok).then(|| {

@@ -91,6 +91,17 @@ pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i
             "selector",
             string_map(svc.map(|s| s.selector.iter()).into_iter().flatten()),
         )
+        .s(
+            "selector_text",
+            svc.map(|s| {
+                s.selector
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+        )
         .build()
 }
 

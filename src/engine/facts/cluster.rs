@@ -140,7 +140,7 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Value {
         .build()
 }
 
-fn health_fact(h: Option<&HealthCheck>) -> Value {
+pub fn health_fact(h: Option<&HealthCheck>) -> Value {
     let checks = h.map(|h| h.checks.as_slice()).unwrap_or(&[]);
     Obj::new()
         .b("present", h.is_some())
@@ -171,15 +171,56 @@ fn health_fact(h: Option<&HealthCheck>) -> Value {
         .build()
 }
 
+/// kube-apiserver's own answer of an endpoint. Listings of other servers (an extension API server
+/// whose `[-]etcd` is its own storage, a listing whose owner is unknown) are not kube-apiserver's
+/// health: two listings that disagree are two servers, not a contradiction to settle.
 fn health<'b>(base: &FactBase<'b>, e: HealthEndpoint) -> Option<&'b HealthCheck> {
-    // Prefer a failing result when several files hold the same endpoint.
-    let all: Vec<&HealthCheck> = base
+    owned_health(base, Component::KubeApiserver, &[e])
+}
+
+/// The answer of the first of `endpoints` that server `owner` gave; of several answers of one
+/// endpoint (files taken at different moments), a failing one.
+pub fn owned_health<'b>(
+    base: &FactBase<'b>,
+    owner: Component,
+    endpoints: &[HealthEndpoint],
+) -> Option<&'b HealthCheck> {
+    endpoints.iter().find_map(|e| {
+        let all: Vec<&HealthCheck> = base
+            .bundle
+            .health_checks
+            .iter()
+            .filter(|h| h.endpoint == *e && h.owner() == owner)
+            .collect();
+        all.iter().find(|h| !h.ok).or_else(|| all.first()).copied()
+    })
+}
+
+/// The health of the extension API server behind APIService `name`: the listings an extension
+/// server gave, when they can be tied to this APIService — the bundle has one remote APIService
+/// (a listing does not name its server's group).
+pub fn extension_health_fact(base: &FactBase<'_>, apiservice: &str) -> Value {
+    let remote: Vec<&str> = base
         .bundle
-        .health_checks
+        .api_services
         .iter()
-        .filter(|h| h.endpoint == e)
+        .filter(|a| a.service.is_some())
+        .map(|a| a.name.as_str())
         .collect();
-    all.iter().find(|h| !h.ok).or_else(|| all.first()).copied()
+    let h = (remote == [apiservice])
+        .then(|| {
+            owned_health(
+                base,
+                Component::ExtensionApiserver,
+                &[
+                    HealthEndpoint::ApiserverReadyz,
+                    HealthEndpoint::ApiserverLivez,
+                    HealthEndpoint::ApiserverHealthz,
+                ],
+            )
+        })
+        .flatten();
+    health_fact(h)
 }
 
 fn logs_of(base: &FactBase<'_>, c: Option<Component>) -> Value {
@@ -250,7 +291,12 @@ pub fn etcd_fact(base: &FactBase<'_>) -> Value {
         .b("present", true)
         .v(
             "health",
-            health_fact(health(base, HealthEndpoint::EtcdHealth)),
+            // etcd's own `/health` (or `etcdctl endpoint health`), else its own readyz.
+            health_fact(owned_health(
+                base,
+                Component::Etcd,
+                &[HealthEndpoint::EtcdHealth, HealthEndpoint::ApiserverReadyz],
+            )),
         )
         .v(
             "readyz_check",

@@ -343,7 +343,10 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
     match &entry.source {
         SubjectSource::ApiService(a) => {
             let r = ObjectRef::cluster("APIService", &a.name);
-            vars.push(("apiservice", objects::apiservice_fact(Some(a))));
+            vars.push((
+                "apiservice",
+                objects::apiservice_fact(Some(a), cluster::extension_health_fact(base, &a.name)),
+            ));
             let server_name = a
                 .service
                 .as_ref()
@@ -468,7 +471,13 @@ fn request_vars(
             "request",
             requests::request_fact(&probes, target, &entry.subject.name),
         ),
-        ("apiservice", objects::apiservice_fact(api)),
+        (
+            "apiservice",
+            objects::apiservice_fact(
+                api,
+                cluster::extension_health_fact(base, api.map_or("", |a| a.name.as_str())),
+            ),
+        ),
         ("webhook", objects::webhook_fact(wh)),
         ("crd", objects::crd_fact(crd)),
         ("flowschema", cluster::flowschema_fact(base, fs)),

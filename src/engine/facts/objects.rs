@@ -34,7 +34,7 @@ fn conditions_fact(cs: &[Condition]) -> Value {
 }
 
 /// `apiservice`: the APIService itself.
-pub fn apiservice_fact(a: Option<&ApiService>) -> Value {
+pub fn apiservice_fact(a: Option<&ApiService>, backend_health: Value) -> Value {
     let d = ApiService::default();
     let x = a.unwrap_or(&d);
     let expected = format!("{}.{}", x.version, x.group);
@@ -55,6 +55,7 @@ pub fn apiservice_fact(a: Option<&ApiService>) -> Value {
         .i("version_priority", x.version_priority.unwrap_or(0).into())
         .v("available", condition_fact(x.available()))
         .v("conditions", conditions_fact(&x.conditions))
+        .v("backend_health", backend_health)
         .build()
 }
 

@@ -25,7 +25,8 @@
 //! names (`f07-body.txt`) in their original order; the extension is kept and so is the stem that
 //! pairs a curl body with its headers and status files.
 //!
-//! Everything is deterministic: names are assigned in sorted order per category.
+//! Everything is deterministic: new names are handed out per category in reverse sorted order of
+//! the old ones (so two names of one category also swap places when sorted).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -52,20 +53,23 @@ pub enum Category {
 }
 
 impl Category {
-    /// The `n`th (1-based) new name of this category: valid DNS names, unlike any original.
+    /// The `n`th (1-based) new name of this category: valid, plausible DNS names, unlike any
+    /// original. They carry words the rules look for in error texts (`storage`, `etcd`, `webhook`,
+    /// `timeout`, `throttled`), as real names often do, so that a rule matching a bare word where
+    /// it should match a phrase shows.
     fn fresh(self, n: usize) -> String {
         match self {
-            Category::Namespace => format!("ns-a{n}"),
-            Category::Service => format!("svc-b{n}"),
-            Category::Group => format!("grp-c{n}.example.org"),
-            Category::Webhook => format!("hook-d{n}.checks.example.org"),
-            Category::WebhookConfiguration => format!("whc-e{n}"),
-            Category::FlowSchema => format!("fs-f{n}"),
-            Category::PriorityLevel => format!("pl-g{n}"),
-            Category::Workload => format!("wl-h{n}"),
-            Category::Resource => format!("res-k{n}s"),
-            Category::Kind => format!("ObjK{n}"),
-            Category::User => format!("user-m{n}"),
+            Category::Namespace => format!("storage-a{n}"),
+            Category::Service => format!("etcd-proxy-b{n}"),
+            Category::Group => format!("backup-c{n}.storage.example.org"),
+            Category::Webhook => format!("timeout-d{n}.webhook.example.org"),
+            Category::WebhookConfiguration => format!("webhook-e{n}"),
+            Category::FlowSchema => format!("throttled-f{n}"),
+            Category::PriorityLevel => format!("storage-g{n}"),
+            Category::Workload => format!("etcd-h{n}"),
+            Category::Resource => format!("etcdbackup{n}s"),
+            Category::Kind => format!("EtcdBackup{n}"),
+            Category::User => format!("storage-operator-{n}"),
         }
     }
 }
@@ -709,7 +713,9 @@ impl Renamer {
         };
         for (cat, names) in &found.names {
             let mut n = 0;
-            for name in names {
+            // Reverse order: two names of a category swap places in sorted order, so a verdict
+            // that hangs on which name sorts first shows.
+            for name in names.iter().rev() {
                 if !taken.insert(name.clone()) {
                     continue; // the same string in an earlier category: renamed once
                 }
@@ -996,11 +1002,11 @@ mod tests {
                 &rn,
                 "v1alpha1.wardle.example.com wardle-system/wardle-api wardle wardle-ca x-wardle-system"
             ),
-            "v1alpha1.grp-c1.example.org ns-a1/svc-b1 wardle wardle-ca x-wardle-system"
+            "v1alpha1.backup-c1.storage.example.org storage-a1/etcd-proxy-b1 wardle wardle-ca x-wardle-system"
         );
         assert_eq!(
             r(&rn, "flunders.wardle.example.com/v1"),
-            "flunders.grp-c1.example.org/v1"
+            "flunders.backup-c1.storage.example.org/v1"
         );
     }
 
@@ -1012,7 +1018,7 @@ mod tests {
                 &rn,
                 r#"GET /api/v1/x "name": "api" \"name\":\"api\" wardle-system/api api.wardle-system.svc service/api [1.2.3.4,api,x]"#
             ),
-            r#"GET /api/v1/x "name": "svc-b1" \"name\":\"svc-b1\" ns-a1/svc-b1 svc-b1.ns-a1.svc service/svc-b1 [1.2.3.4,svc-b1,x]"#
+            r#"GET /api/v1/x "name": "etcd-proxy-b1" \"name\":\"etcd-proxy-b1\" storage-a1/etcd-proxy-b1 etcd-proxy-b1.storage-a1.svc service/etcd-proxy-b1 [1.2.3.4,etcd-proxy-b1,x]"#
         );
     }
 
@@ -1029,7 +1035,7 @@ mod tests {
         );
         assert_eq!(
             r(&rn, "wardle-system/api v1alpha1.wardle.example.com"),
-            "wardle-system/api v1alpha1.grp-c1.example.org"
+            "wardle-system/api v1alpha1.backup-c1.storage.example.org"
         );
     }
 
@@ -1046,7 +1052,7 @@ mod tests {
             &[("default", "kubernetes")],
             &[],
         );
-        assert_eq!(rn.map(), [("tiny", "pl-g1")]);
+        assert_eq!(rn.map(), [("tiny", "storage-g1")]);
     }
 
     #[test]
@@ -1056,7 +1062,7 @@ mod tests {
         let pem = "-----BEGIN CERTIFICATE-----\nabc/tiny/def\n-----END CERTIFICATE-----";
         assert_eq!(
             r(&rn, &format!("tiny {blob} {pem} tiny")),
-            format!("pl-g1 {blob} {pem} pl-g1")
+            format!("storage-g1 {blob} {pem} storage-g1")
         );
     }
 
@@ -1100,7 +1106,7 @@ mod tests {
         );
         assert_eq!(
             rn.rename_name("widgets.acme.example.net"),
-            "res-k1s.grp-c1.example.org"
+            "etcdbackup1s.backup-c1.storage.example.org"
         );
     }
 

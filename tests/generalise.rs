@@ -176,3 +176,88 @@ fn the_rename_map_comes_from_the_content() {
         "bootstrap APF objects are Kubernetes' names: {apf_map:?}"
     );
 }
+
+/// Words a rule may match bare in error texts: names Kubernetes fixes, which no user-chosen name
+/// can take.
+const FIXED_TEXT_WORDS: &[&str] = &["extension-apiserver-authentication"];
+
+/// The top-level alternatives of a regex (`a|b(c|d)` → `a`, `b(c|d)`).
+fn alternatives(re: &str) -> Vec<&str> {
+    let (mut out, mut depth, mut start, mut escaped) = (Vec::new(), 0i32, 0, false);
+    for (i, c) in re.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            '|' if depth == 0 => {
+                out.push(&re[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&re[start..]);
+    out
+}
+
+/// A text pattern that a name alone can satisfy: it starts with a word that could be a name or a
+/// label of one (`storage`, `etcd.*refused`, `example.com`), rather than with a phrase of the
+/// component's own wording (`etcdserver: `, `connection refused`, `x509: `). `None` when fine.
+fn bare_name_word(pattern: &str) -> Option<String> {
+    let token: String = pattern
+        .chars()
+        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '.')
+        .collect();
+    let rest = &pattern[token.len()..];
+    let word = token.trim_end_matches('.');
+    let bare = !word.is_empty()
+        && word.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && (rest.is_empty() || rest.starts_with('*') || rest.starts_with('('));
+    let fixed = FIXED_TEXT_WORDS.contains(&word) || word.ends_with(".k8s.io");
+    (bare && !fixed).then(|| word.to_string())
+}
+
+#[test]
+fn rules_match_phrases_of_error_texts_not_words_a_name_can_hold() {
+    // A rule that matches `storage` in an error text fires on an extension server whose group is
+    // `backup.storage.example.org` (fixtures/bundles/outofscope-name-words.yaml): its verdict then
+    // depends on a name. Text patterns start with the wording of the component that wrote them.
+    let call = regex::Regex::new(r"\.(matches|contains)\('((?:[^'\\]|\\.)*)'\)").unwrap();
+    let mut bad = Vec::new();
+    for (path, text) in extpath::engine::rules::bundled_sources() {
+        if path.ends_with(".test.yaml") {
+            continue;
+        }
+        let rule: Value = serde_saphyr::from_str(text).unwrap();
+        let when = rule["when"].as_str().unwrap_or_default();
+        for c in call.captures_iter(when) {
+            let arg = c[2].replace("\\\\", "\\");
+            let patterns = if &c[1] == "matches" {
+                alternatives(&arg)
+            } else {
+                vec![arg.as_str()]
+            };
+            bad.extend(
+                patterns
+                    .into_iter()
+                    .filter_map(bare_name_word)
+                    .map(|w| format!("{path}: `{w}`")),
+            );
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "text patterns a user-chosen name can satisfy:\n{}",
+        bad.join("\n")
+    );
+    assert_eq!(alternatives(r"a|b(c|d)|\[-\]e"), ["a", "b(c|d)", r"\[-\]e"]);
+    assert_eq!(bare_name_word("storage").as_deref(), Some("storage"));
+    assert_eq!(bare_name_word("etcd.*(refused)").as_deref(), Some("etcd"));
+    assert_eq!(bare_name_word("etcdserver: "), None);
+    assert_eq!(bare_name_word("connection refused"), None);
+    assert_eq!(
+        bare_name_word("subjectaccessreviews.authorization.k8s.io"),
+        None
+    );
+}

@@ -1,9 +1,10 @@
 //! The generalisation check: verdicts must come from evidence, never from the names a capture
 //! happens to use. Every real capture of `fixtures/raw/` is copied with every user-chosen name
-//! (namespaces, Services, API groups, webhooks, APF objects, workloads) and every file renamed
+//! (namespaces, Services, API groups, webhooks, APF objects, users…) and every file renamed
 //! ([`renamer`]); the copy must be classified right against the case's expectation with its subject
 //! names renamed the same way, and give the same verdicts (subject, class, severity) as the
-//! original.
+//! original. The new names carry words rules look for (`storage`, `etcd`, `webhook`…), and the
+//! rules themselves are checked not to match error texts by a bare word a name can hold.
 
 mod renamer;
 

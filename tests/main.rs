@@ -4,6 +4,7 @@
 mod util;
 
 mod bundle_load;
+mod captures;
 mod collect;
 mod collect_logs_events;
 mod collect_many;
@@ -16,6 +17,7 @@ mod engine_design;
 mod engine_docs;
 mod engine_rules;
 mod etcd;
+mod generalise;
 mod krew;
 mod prometheus;
 mod promtext;

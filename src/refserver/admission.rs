@@ -17,7 +17,7 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
 use super::authn::UserInfo;
-use super::metrics::{Desc, WEBHOOK_BUCKETS};
+use super::metrics::Desc;
 use super::network::{self, Outbound, Trust, webhook_target};
 use super::registry::ResourceDef;
 use super::request::RequestInfo;
@@ -347,7 +347,7 @@ pub async fn admit(
                         .inc(&REQUESTS, &["400", &name, opn, "false", kind]);
                     state.metrics.observe(
                         &DURATION,
-                        WEBHOOK_BUCKETS,
+                        state.profile.webhook_latency_buckets(),
                         &[&name, opn, "false", kind],
                         elapsed,
                     );
@@ -362,7 +362,7 @@ pub async fn admit(
                     .inc(&REQUESTS, &["400", &name, opn, "true", kind]);
                 state.metrics.observe(
                     &DURATION,
-                    WEBHOOK_BUCKETS,
+                    state.profile.webhook_latency_buckets(),
                     &[&name, opn, "true", kind],
                     elapsed,
                 );
@@ -387,7 +387,7 @@ pub async fn admit(
                     .inc(&REQUESTS, &[&code.to_string(), &name, opn, "true", kind]);
                 state.metrics.observe(
                     &DURATION,
-                    WEBHOOK_BUCKETS,
+                    state.profile.webhook_latency_buckets(),
                     &[&name, opn, "true", kind],
                     elapsed,
                 );
@@ -410,7 +410,7 @@ pub async fn admit(
                     .inc(&REQUESTS, &["200", &name, opn, "false", kind]);
                 state.metrics.observe(
                     &DURATION,
-                    WEBHOOK_BUCKETS,
+                    state.profile.webhook_latency_buckets(),
                     &[&name, opn, "false", kind],
                     elapsed,
                 );

@@ -450,3 +450,31 @@ async fn on_1_30_the_same_workloads_show_1_30_names() {
     assert_eq!(got.version["gitVersion"], "v1.30.14");
     assert!(got.text.contains("git_version=\"v1.30.14\""));
 }
+
+#[test]
+fn a_release_without_a_profile_is_refused_at_load_naming_the_line() {
+    for (version, says) in [
+        ("v1.23.17", "has profiles for 1.24 to 1.30"),
+        ("v1.31.0", "has profiles for 1.24 to 1.30"),
+        ("latest", "is not a Kubernetes version"),
+    ] {
+        let text = format!(
+            "apiVersion: extpath.dev/v1alpha1\nkind: Scenario\nname: x\nserver:\n  version: {version}\n"
+        );
+        let e = scenario::load_str(&text, "inline.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("inline.yaml:5: "), "{e}");
+        assert!(e.contains(says), "{e}");
+    }
+    let ok =
+        "apiVersion: extpath.dev/v1alpha1\nkind: Scenario\nname: x\nserver: {version: v1.27.3}\n";
+    assert_eq!(
+        scenario::load_str(ok, "inline.yaml")
+            .unwrap()
+            .server
+            .version
+            .as_deref(),
+        Some("v1.27.3")
+    );
+}

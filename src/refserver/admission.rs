@@ -6,8 +6,9 @@
 //! Fail). The client sees kube-apiserver's words: `Internal error occurred: failed calling webhook
 //! "…": failed to call webhook: Post "https://…?timeout=5s": …` (500) when failing closed, `admission
 //! webhook "…" denied the request: …` with the webhook's code (at least 400) on a denial. Metrics
-//! have 1.30's names and labels, including the surprise the real captures show: a call failure is
-//! counted with `rejection_code="400"` although the client gets 500.
+//! have the names and labels of every supported release and the release's latency buckets (1.24
+//! tops out at 2.5 s: `profile.rs`), including the surprise the real captures show: a call failure
+//! is counted with `rejection_code="400"` although the client gets 500.
 
 use std::time::Instant;
 

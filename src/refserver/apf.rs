@@ -11,7 +11,10 @@
 //! timeout (504) and counted as `time-out`. Rejections are 429 `Too many requests, please try again
 //! later.` with `Retry-After` and the PF UID headers, counted in
 //! `apiserver_flowcontrol_rejected_requests_total` and `apiserver_request_terminations_total` (not
-//! in `apiserver_request_total`, as the real captures show).
+//! in `apiserver_request_total`, as the real captures show). The limit and seats-in-use gauges and
+//! the wait buckets are the release's (`profile.rs`: `…_request_concurrency_limit` and
+//! `…_request_concurrency_in_use` on 1.24, `…_nominal_limit_seats` and `…_current_executing_seats`
+//! as well on 1.30).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

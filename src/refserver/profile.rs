@@ -62,9 +62,10 @@ const ETCD_REQUEST_COUNTERS_ADDED: u32 = 28;
 /// and the aligned buckets of `etcd_request_duration_seconds` ("keep consistent with apiserver
 /// metric requestLatencies", kubernetes PR #107042). The 1.24 captures (v1.24.0-alpha.1, a
 /// snapshot of 2021-12-23) still carry the older layouts of both, and they are the only real 1.24
-/// exposition the project holds, so the 1.24 profile keeps them; PR #107042 was opened on
-/// 2021-12-15 and merged during the 1.24 cycle, so a GA 1.24.x may already expose the aligned etcd
-/// buckets. Every later supported release uses the 1.30 layouts.
+/// exposition the project holds, so the 1.24 profile keeps them. PR #107042 was opened on
+/// 2021-12-15 and merged after that snapshot, possibly within the 1.24 cycle: a GA 1.24.x may
+/// already expose the aligned etcd buckets (not verified; the threshold follows the captures).
+/// Every later supported release uses the 1.30 layouts.
 const ALIGNED_LATENCY_BUCKETS: u32 = 25;
 
 // ---- Families whose name or presence depends on the release --------------------------------------

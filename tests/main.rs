@@ -25,6 +25,7 @@ mod raw_import;
 mod raw_import_errors;
 mod raw_import_kinds;
 mod refserver;
+mod refserver_profile;
 mod refserver_traffic;
 mod replay;
 mod replay_recorded;

@@ -11,7 +11,10 @@
 //! timeout (504) and counted as `time-out`. Rejections are 429 `Too many requests, please try again
 //! later.` with `Retry-After` and the PF UID headers, counted in
 //! `apiserver_flowcontrol_rejected_requests_total` and `apiserver_request_terminations_total` (not
-//! in `apiserver_request_total`, as the real captures show).
+//! in `apiserver_request_total`, as the real captures show). The limit and seats-in-use gauges and
+//! the wait buckets are the release's (`profile.rs`: `…_request_concurrency_limit` and
+//! `…_request_concurrency_in_use` on 1.24, `…_nominal_limit_seats` and `…_current_executing_seats`
+//! as well on 1.30).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,7 +24,8 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::authn::UserInfo;
-use super::metrics::{APF_WAIT_BUCKETS, Desc, Registry};
+use super::metrics::{Desc, Registry};
+use super::profile::Profile;
 use super::request::RequestInfo;
 use super::store::Store;
 
@@ -45,25 +49,10 @@ const EXECUTING: Desc = Desc {
     help: "[BETA] Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem",
     labels: &["flow_schema", "priority_level"],
 };
-const EXECUTING_SEATS: Desc = Desc {
-    name: "apiserver_flowcontrol_current_executing_seats",
-    help: "[BETA] Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem",
-    labels: &["flow_schema", "priority_level"],
-};
 const WAIT: Desc = Desc {
     name: "apiserver_flowcontrol_request_wait_duration_seconds",
     help: "[BETA] Length of time a request spent waiting in its queue",
     labels: &["execute", "flow_schema", "priority_level"],
-};
-const NOMINAL: Desc = Desc {
-    name: "apiserver_flowcontrol_nominal_limit_seats",
-    help: "[BETA] Nominal number of execution seats configured for each priority level",
-    labels: &["priority_level"],
-};
-const CONCURRENCY: Desc = Desc {
-    name: "apiserver_flowcontrol_request_concurrency_limit",
-    help: "[ALPHA] Nominal number of execution seats configured for each priority level",
-    labels: &["priority_level"],
 };
 /// `apiserver_request_terminations_total`, shared with the aggregator and the timeout filter.
 pub const TERMINATIONS: Desc = Desc {
@@ -113,6 +102,12 @@ struct Level {
 pub struct Apf {
     server_limit: u32,
     levels: Mutex<HashMap<String, Level>>,
+    /// The release's gauges of a level's nominal limit (`Profile::apf_limit_gauges`).
+    limit_gauges: &'static [Desc],
+    /// The release's gauges of the seats in use (`Profile::apf_seats_in_use_gauges`).
+    seat_gauges: &'static [Desc],
+    /// The release's buckets of the queue wait histogram.
+    wait_buckets: &'static [f64],
 }
 
 /// Which FlowSchema and priority level a request belongs to.
@@ -131,16 +126,18 @@ pub struct Classification {
 /// A held seat; released on drop.
 pub struct Seat {
     _permit: Option<OwnedSemaphorePermit>,
-    release: Option<(Arc<Registry>, Classification)>,
+    release: Option<(Arc<Registry>, Classification, &'static [Desc])>,
     /// Classification, for response headers.
     pub class: Classification,
 }
 
 impl Drop for Seat {
     fn drop(&mut self) {
-        if let Some((m, c)) = &self.release {
+        if let Some((m, c, seat_gauges)) = &self.release {
             m.add(&EXECUTING, &[&c.flow_schema, &c.priority_level], -1.0);
-            m.add(&EXECUTING_SEATS, &[&c.flow_schema, &c.priority_level], -1.0);
+            for g in seat_gauges.iter() {
+                m.add(g, &[&c.flow_schema, &c.priority_level], -1.0);
+            }
         }
     }
 }
@@ -237,11 +234,15 @@ fn uid(v: &Value) -> String {
 }
 
 impl Apf {
-    /// A dispatcher for a server with `server_limit` seats.
-    pub fn new(server_limit: u32) -> Self {
+    /// A dispatcher for a server with `server_limit` seats, recording the families of `profile`'s
+    /// release.
+    pub fn new(server_limit: u32, profile: &Profile) -> Self {
         Apf {
             server_limit: server_limit.max(1),
             levels: Mutex::new(HashMap::new()),
+            limit_gauges: profile.apf_limit_gauges(),
+            seat_gauges: profile.apf_seats_in_use_gauges(),
+            wait_buckets: profile.apf_wait_buckets(),
         }
     }
 
@@ -337,8 +338,9 @@ impl Apf {
             return Ok(self.seat(metrics, class, None));
         }
         let limit = self.nominal_limit(store, &pl);
-        metrics.set(&NOMINAL, &[&class.priority_level], limit as f64);
-        metrics.set(&CONCURRENCY, &[&class.priority_level], limit as f64);
+        for g in self.limit_gauges {
+            metrics.set(g, &[&class.priority_level], limit as f64);
+        }
         let labels = [class.flow_schema.as_str(), class.priority_level.as_str()];
         let queue_limit = pl
             .pointer("/spec/limited/limitResponse/queuing/queueLengthLimit")
@@ -367,7 +369,7 @@ impl Apf {
                     drop(levels);
                     metrics.observe(
                         &WAIT,
-                        APF_WAIT_BUCKETS,
+                        self.wait_buckets,
                         &["true", labels[0], labels[1]],
                         0.0,
                     );
@@ -399,7 +401,7 @@ impl Apf {
         waiting.finish();
         metrics.observe(
             &WAIT,
-            APF_WAIT_BUCKETS,
+            self.wait_buckets,
             &["true", labels[0], labels[1]],
             waiting.started.elapsed().as_secs_f64(),
         );
@@ -415,10 +417,12 @@ impl Apf {
         let labels = [class.flow_schema.as_str(), class.priority_level.as_str()];
         metrics.inc(&DISPATCHED, &labels);
         metrics.add(&EXECUTING, &labels, 1.0);
-        metrics.add(&EXECUTING_SEATS, &labels, 1.0);
+        for g in self.seat_gauges {
+            metrics.add(g, &labels, 1.0);
+        }
         Seat {
             _permit: permit,
-            release: Some((metrics.clone(), class.clone())),
+            release: Some((metrics.clone(), class.clone(), self.seat_gauges)),
             class,
         }
     }
@@ -436,7 +440,7 @@ impl Apf {
         );
         metrics.observe(
             &WAIT,
-            APF_WAIT_BUCKETS,
+            self.wait_buckets,
             &["false", &class.flow_schema, &class.priority_level],
             0.0,
         );
@@ -487,7 +491,7 @@ impl Drop for QueuedGuard<'_> {
                 .inc(&REJECTED, &[&c.flow_schema, &c.priority_level, "time-out"]);
             self.metrics.observe(
                 &WAIT,
-                APF_WAIT_BUCKETS,
+                self.apf.wait_buckets,
                 &["false", &c.flow_schema, &c.priority_level],
                 self.started.elapsed().as_secs_f64(),
             );

@@ -5,10 +5,12 @@
 //! sends a ConversionReview v1 over real HTTPS (`?timeout=30s`) and fails the way
 //! apiextensions-apiserver does: `conversion webhook for <group>/<version>, Kind=<Kind> failed:
 //! Post "https://…/convert?timeout=30s": …`, which reaches the client as a reason-less 500
-//! (`Error from server: conversion webhook for …`). Metrics:
-//! `apiserver_crd_conversion_webhook_duration_seconds{crd_name,from_version,to_version,succeeded}`,
+//! (`Error from server: conversion webhook for …`). Metrics: the latency histogram
+//! `{crd_name,from_version,to_version,succeeded}` under the release's name
+//! (`apiserver_crd_conversion_webhook_duration_seconds` from 1.28,
+//! `apiserver_crd_webhook_conversion_duration_seconds` before), and from 1.28 on
 //! `apiserver_conversion_webhook_request_total{result,failure_type}` and
-//! `apiserver_conversion_webhook_duration_seconds{result,failure_type}`.
+//! `apiserver_conversion_webhook_duration_seconds{result,failure_type}` (`profile.rs`).
 
 use std::time::Instant;
 
@@ -16,17 +18,12 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 
-use super::metrics::{CONVERSION_BUCKETS, Desc};
+use super::metrics::Desc;
 use super::network::{self, Outbound, Trust, webhook_target};
 use super::registry::ResourceDef;
 use super::state::State;
 use super::status::ApiError;
 
-const CRD_DURATION: Desc = Desc {
-    name: "apiserver_crd_conversion_webhook_duration_seconds",
-    help: "[ALPHA] CRD webhook conversion duration in seconds",
-    labels: &["crd_name", "from_version", "succeeded", "to_version"],
-};
 const REQUESTS: Desc = Desc {
     name: "apiserver_conversion_webhook_request_total",
     help: "[ALPHA] Counter for conversion webhook requests with success/failure and failure error type",
@@ -37,6 +34,13 @@ const DURATION: Desc = Desc {
     help: "[ALPHA] Conversion webhook request latency",
     labels: &["failure_type", "result"],
 };
+/// Buckets of the CRD conversion latency histogram in every supported release:
+/// `metrics.ExponentialBuckets(0.001, 2, 15)`, 0.001 … 16.384 (apiextensions-apiserver
+/// `pkg/apiserver/conversion/metrics.go`; the 1.24 captures agree).
+const CRD_DURATION_BUCKETS: &[f64] = &[
+    0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
+    8.192, 16.384,
+];
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0,
 ];
@@ -90,30 +94,35 @@ async fn convert(
         let result = call(state, &crd, &o, desired).await;
         let ok = result.is_ok();
         state.metrics.observe(
-            &CRD_DURATION,
-            CONVERSION_BUCKETS,
+            state.profile.crd_conversion_histogram(),
+            CRD_DURATION_BUCKETS,
             &[&crd_name, &from, if ok { "true" } else { "false" }, desired],
             started.elapsed().as_secs_f64(),
         );
+        let webhook_families = state.profile.has_conversion_webhook_families();
         match result {
             Ok(converted) => {
-                state.metrics.inc(&REQUESTS, &["", "success"]);
-                state.metrics.observe(
-                    &DURATION,
-                    DURATION_BUCKETS,
-                    &["", "success"],
-                    started.elapsed().as_secs_f64(),
-                );
+                if webhook_families {
+                    state.metrics.inc(&REQUESTS, &["", "success"]);
+                    state.metrics.observe(
+                        &DURATION,
+                        DURATION_BUCKETS,
+                        &["", "success"],
+                        started.elapsed().as_secs_f64(),
+                    );
+                }
                 out.push(converted);
             }
             Err((failure_type, cause)) => {
-                state.metrics.inc(&REQUESTS, &[failure_type, "failure"]);
-                state.metrics.observe(
-                    &DURATION,
-                    DURATION_BUCKETS,
-                    &[failure_type, "failure"],
-                    started.elapsed().as_secs_f64(),
-                );
+                if webhook_families {
+                    state.metrics.inc(&REQUESTS, &[failure_type, "failure"]);
+                    state.metrics.observe(
+                        &DURATION,
+                        DURATION_BUCKETS,
+                        &[failure_type, "failure"],
+                        started.elapsed().as_secs_f64(),
+                    );
+                }
                 return Err(ApiError::plain_error(format!(
                     "conversion webhook for {from}, Kind={} failed: {cause}",
                     def.kind

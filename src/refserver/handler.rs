@@ -17,7 +17,7 @@ use super::aggregator;
 use super::apf::{Classification, record_termination};
 use super::api;
 use super::authn::{authenticate, authorize, impersonate};
-use super::metrics::{Desc, REQUEST_DURATION_BUCKETS};
+use super::metrics::Desc;
 use super::request::RequestInfo;
 use super::state::State;
 use super::status::ApiError;
@@ -105,7 +105,7 @@ fn record(state: &State, info: &RequestInfo, code: u16, started: Instant) {
     );
     state.metrics.observe(
         &DURATION,
-        REQUEST_DURATION_BUCKETS,
+        state.profile.request_duration_buckets(),
         &[
             "apiserver",
             dry_run,

@@ -3,9 +3,10 @@
 //! It owns counters, gauges and histograms keyed by label values, and their rendering: `# HELP` and
 //! `# TYPE` once per family, histograms as cumulative `_bucket{le}` series plus `_sum` and `_count`,
 //! label values escaped (`\\`, `\"`, `\n`). It does not know which metrics exist: every family is
-//! declared by the module that records it (aggregator, admission, APF, storage), with the names and
-//! label sets of kube-apiserver 1.30 (REFERENCE §3), so that rules and a real Prometheus see what they
-//! would see from a real cluster.
+//! declared by the module that records it (aggregator, admission, APF, storage), with the names,
+//! label sets and buckets of the release the server speaks (kube-apiserver 1.30 by default,
+//! REFERENCE §3; what differs by release is `profile.rs`), so that rules and a real Prometheus see
+//! what they would see from a real cluster.
 //!
 //! Families are registered lazily on first use with their help text and type; a family name used
 //! with two types is a programming error and panics in debug builds only through the assert.
@@ -13,28 +14,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
-
-/// Buckets of `apiserver_request_duration_seconds` (kube-apiserver 1.30).
-pub const REQUEST_DURATION_BUCKETS: &[f64] = &[
-    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
-    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
-];
-/// Buckets of `etcd_request_duration_seconds` (1.30).
-pub const ETCD_REQUEST_BUCKETS: &[f64] = &[
-    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
-    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
-];
-/// Buckets of `apiserver_admission_webhook_admission_duration_seconds`.
-pub const WEBHOOK_BUCKETS: &[f64] = &[0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
-/// Buckets of `apiserver_flowcontrol_request_wait_duration_seconds`.
-pub const APF_WAIT_BUCKETS: &[f64] = &[
-    0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0,
-];
-/// Buckets of `apiserver_crd_conversion_webhook_duration_seconds`.
-pub const CONVERSION_BUCKETS: &[f64] = &[
-    0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
-    8.192, 16.384, 32.768,
-];
 
 /// The type of a family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! The reference apiserver/aggregator core (DESIGN §3): an HTTPS server that behaves like
-//! kube-apiserver 1.30 with its aggregator on the extension paths, loaded from a scenario, so that
-//! extension-path failures happen for real and extpath can be tested end to end without a cluster.
+//! kube-apiserver 1.30 (or 1.24, or a release in between: `server.version`, `profile.rs`) with its
+//! aggregator on the extension paths, loaded from a scenario, so that extension-path failures
+//! happen for real and extpath can be tested end to end without a cluster.
 //!
 //! [`RefServer::start`] generates the PKI, spawns the scenario's backends, loads the objects, starts
 //! the availability controller and serves HTTPS on 127.0.0.1 (an ephemeral port unless one is
@@ -27,6 +28,7 @@ pub mod handler;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod network;
+pub mod profile;
 pub mod recorded;
 pub mod registry;
 pub mod request;

@@ -1,7 +1,7 @@
 //! The state one running reference server shares between its handlers, controllers and backends.
 //!
-//! It owns nothing clever: the validated scenario, the store, the metrics registry, the PKI, the
-//! authentication tables, the loopback ports of spawned backends, the APF dispatcher and the gate
+//! It owns nothing clever: the validated scenario, the release profile it speaks, the store, the
+//! metrics registry, the PKI, the authentication tables, the loopback ports of spawned backends, the APF dispatcher and the gate
 //! that holds faulted storage operations. Behaviour lives in the modules that use it.
 
 use std::collections::{BTreeMap, HashMap};
@@ -15,6 +15,7 @@ use super::authn::UserInfo;
 use super::backends::container_log::ContainerLog;
 use super::certs::ServerPki;
 use super::metrics::Registry;
+use super::profile::Profile;
 use super::scenario::{Rule, Scenario};
 use super::store::Store;
 
@@ -22,6 +23,8 @@ use super::store::Store;
 pub struct State {
     /// The validated scenario.
     pub scenario: Scenario,
+    /// The Kubernetes release the server speaks (from `server.version`).
+    pub profile: Profile,
     /// Objects.
     pub store: Store,
     /// Metrics.
@@ -120,11 +123,16 @@ impl State {
             0 => String::new(),
             n => super::synthetic::exposition(n),
         };
+        let profile = Profile::for_version(scenario.server.version.as_deref());
+        let metrics = Registry::default();
+        let (build_info, labels) = profile.build_info();
+        metrics.set(build_info, &labels.each_ref().map(String::as_str), 1.0);
         State {
             store: Store::new(scenario.server.watch_history),
-            apf: Apf::new(scenario.server.server_concurrency_limit),
+            apf: Apf::new(scenario.server.server_concurrency_limit, &profile),
             scenario,
-            metrics: std::sync::Arc::new(Registry::default()),
+            profile,
+            metrics: std::sync::Arc::new(metrics),
             pki,
             tokens,
             rules,

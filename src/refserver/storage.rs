@@ -4,13 +4,14 @@
 //! faults for that resource and operation (added latency, holding until the test releases it, an
 //! etcd error such as `etcdserver: request timed out`), and records what kube-apiserver's etcd3
 //! storage records: `etcd_request_duration_seconds{operation,type}` (type is the Go type,
-//! `*core.ConfigMap`), `etcd_requests_total`, `etcd_request_errors_total`. An error reaches the
+//! `*core.ConfigMap`), `etcd_requests_total`, `etcd_request_errors_total` (the buckets and whether
+//! the counters exist are the release's: `profile.rs`). An error reaches the
 //! client the way `ErrorToAPIStatus` renders a plain error: 500, no reason, the etcd text.
 //! It also owns `apiserver_storage_objects` and the readiness of the `etcd` check.
 
 use std::time::Instant;
 
-use super::metrics::{Desc, ETCD_REQUEST_BUCKETS};
+use super::metrics::Desc;
 use super::registry::ResourceDef;
 use super::scenario::StorageFault;
 use super::state::State;
@@ -71,14 +72,19 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
     let labels = [op, def.go_type.as_str()];
     state.metrics.observe(
         &ETCD_DURATION,
-        ETCD_REQUEST_BUCKETS,
+        state.profile.etcd_request_buckets(),
         &labels,
         started.elapsed().as_secs_f64(),
     );
-    state.metrics.inc(&ETCD_TOTAL, &labels);
+    let counters = state.profile.has_etcd_request_counters();
+    if counters {
+        state.metrics.inc(&ETCD_TOTAL, &labels);
+    }
     match error {
         Some(e) => {
-            state.metrics.inc(&ETCD_ERRORS, &labels);
+            if counters {
+                state.metrics.inc(&ETCD_ERRORS, &labels);
+            }
             Err(ApiError::plain_error(e))
         }
         None => Ok(()),

@@ -170,6 +170,7 @@ mod tests {
 
     fn expect(subjects: &[(&str, &str)], forbid: &[&str]) -> Expect {
         Expect {
+            warmup_ms: None,
             subjects: subjects
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

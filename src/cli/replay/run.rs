@@ -5,8 +5,10 @@
 //! traffic), let it run for `--warmup` (the incident is under way when someone looks), collect
 //! from it through its real TLS listener like `scan` does ([`collect_beside`]),
 //! classify with the bundled rules (plus `--rules DIR`, `--set`), and compare ([`super::expect`]).
-//! Scenarios run a few at a time (`--jobs`), each on its own server with its own ports. The
-//! result is a pass/fail table (or `-o json`) and exit 1 on any mismatch (DESIGN §4).
+//! Scenarios run a few at a time (`--jobs`), each on its own server with its own ports, the ones
+//! that need the longest warm-up (`expect.warmupMs`) first, so that they overlap the short ones
+//! instead of ending the run alone. The result is a pass/fail table (or `-o json`, in file order)
+//! and exit 1 on any mismatch (DESIGN §4).
 //!
 //! What this file does not do: judge anything (the engine does), or know what a scenario's fault
 //! is (the server makes it happen; the scenario file says what to expect).
@@ -55,7 +57,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     window: Duration,
     /// How long each server runs before the scan starts: its `traffic:` clients have been at work
-    /// for that long, as on a cluster where the incident is under way when someone looks.
+    /// for that long, as on a cluster where the incident is under way when someone looks. A
+    /// scenario's `expect.warmupMs` makes it longer for that scenario.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     warmup: Duration,
     /// Scenarios run at the same time.
@@ -180,13 +183,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let outcomes: Vec<ScenarioOutcome> = runtime.block_on(async {
-        futures::stream::iter(scenarios)
-            .map(|(path, s)| runner.run_one(path, s))
-            .buffered(args.jobs.max(1))
+    // Longest warm-up first (a stable sort keeps file order otherwise); results go back in file
+    // order.
+    let mut order: Vec<(usize, (PathBuf, Scenario))> = scenarios.into_iter().enumerate().collect();
+    order.sort_by_key(|(_, (_, s))| std::cmp::Reverse(runner.warmup_of(s)));
+    let runner = &runner;
+    let mut outcomes: Vec<(usize, ScenarioOutcome)> = runtime.block_on(async {
+        futures::stream::iter(order)
+            .map(|(i, (path, s))| async move { (i, runner.run_one(path, s).await) })
+            .buffer_unordered(args.jobs.max(1))
             .collect()
             .await
     });
+    outcomes.sort_by_key(|(i, _)| *i);
+    let outcomes: Vec<ScenarioOutcome> = outcomes.into_iter().map(|(_, o)| o).collect();
     let failed = outcomes.iter().filter(|o| !o.passed).count();
     let report = ReplayReport {
         api_version: crate::engine::DIAGNOSIS_API_VERSION,
@@ -217,11 +227,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
 }
 
 impl Runner {
+    /// How long a scenario runs before its scan: `--warmup`, or its `expect.warmupMs` if longer.
+    fn warmup_of(&self, s: &Scenario) -> Duration {
+        self.warmup.max(Duration::from_millis(
+            s.expect.warmup_ms.unwrap_or_default(),
+        ))
+    }
+
     async fn run_one(&self, path: PathBuf, scenario: Scenario) -> ScenarioOutcome {
         let started = Instant::now();
         let name = scenario.name.clone();
         let expect = scenario.expect.clone();
-        let (checks, error, verdicts) = match self.diagnose(scenario).await {
+        let warmup = self.warmup_of(&scenario);
+        let (checks, error, verdicts) = match self.diagnose(scenario, warmup).await {
             Ok(d) => (compare(&expect, &d), None, verdict_lines(&d)),
             Err(e) => (Vec::new(), Some(format!("{e:#}")), Vec::new()),
         };
@@ -237,9 +255,9 @@ impl Runner {
     }
 
     /// Start the scenario's server, scan it as `scan` would, and classify what was collected.
-    async fn diagnose(&self, scenario: Scenario) -> anyhow::Result<Diagnosis> {
+    async fn diagnose(&self, scenario: Scenario, warmup: Duration) -> anyhow::Result<Diagnosis> {
         let server = RefServer::start(scenario, StartOptions::default()).await?;
-        tokio::time::sleep(self.warmup).await;
+        tokio::time::sleep(warmup).await;
         // Every source the reference server offers: an operator with full access would use them.
         let mut opts = CollectOptions {
             window: self.window,

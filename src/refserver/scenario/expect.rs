@@ -18,6 +18,11 @@ pub struct Expect {
     /// fault must not be mistaken for.
     #[serde(default)]
     pub forbid: Vec<String>,
+    /// How long `replay` lets the server and its traffic run before scanning, at least (ms; the
+    /// `--warmup` flag when longer). For a fault that takes longer than the default second to
+    /// show: a webhook whose calls take 8 s has completed no call before 8 s.
+    #[serde(default)]
+    pub warmup_ms: Option<u64>,
 }
 
 /// The classes a scenario may expect (DESIGN §1).

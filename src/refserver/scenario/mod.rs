@@ -102,7 +102,8 @@ fn d15000() -> u64 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ServerSettings {
-    /// `gitVersion` in `/version`.
+    /// `gitVersion` in `/version`, and the Kubernetes release whose metric names, buckets and
+    /// health checks the server speaks (`profile.rs`; 1.24 to 1.30, default `v1.30.14`).
     #[serde(default)]
     pub version: Option<String>,
     /// Requests without credentials are `system:anonymous` (else 401).

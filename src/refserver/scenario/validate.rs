@@ -93,6 +93,11 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
             ),
         ));
     }
+    if let Some(v) = &s.server.version
+        && let Some(why) = crate::refserver::profile::unsupported(v)
+    {
+        return Err(err(v, why));
+    }
     if let Some(now) = &s.now
         && now.parse::<jiff::Timestamp>().is_err()
     {

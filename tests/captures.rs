@@ -73,8 +73,11 @@ pub fn score(case: &Value, doc: &Value) -> Result<(), String> {
         })
     };
     let class = |v: &Value| v["class"].as_str().unwrap_or("").to_string();
+    // Healthy is info; Inconclusive (an expectation only the incident folders have) is decided by
+    // the absence of a deciding rule, so neither needs rules of its own.
     let counts = |v: &Value| {
         class(v) == "Healthy"
+            || (class(v) == "Inconclusive" && severity(v) == "warning")
             || (["warning", "critical"].contains(&severity(v).as_str())
                 && v["rules"].as_array().is_some_and(|r| !r.is_empty()))
     };

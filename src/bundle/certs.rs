@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::ObjectRef;
 
 /// Where a certificate was found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CertSource {
     /// Decoded from a `caBundle` field (APIService, webhook, CRD conversion webhook).

@@ -1,85 +1,164 @@
-//! Served leaf certificates → the object they serve, and whether they verify against its caBundle.
+//! Supplied leaf certificates → the object they serve, and whether they verify against its caBundle.
 //!
-//! A supplied leaf belongs to the APIService, webhook or conversion webhook whose expected server
-//! name (`<svc>.<ns>.svc`, or the URL host) it covers, or, failing that, whose caBundle holds a CA
-//! with the leaf's issuer name. It is then verified exactly as the API server's client would —
-//! against that caBundle, for that name — at the bundle's collection time, and the outcome is
-//! recorded in Go's words (`x509: certificate signed by unknown authority`). This is the check the
-//! aggregator's availability probe skips (DESIGN §1 rule 7).
+//! A certificate lying in a folder is not proof that a server serves it, and incident folders hold
+//! many leaves that share a name (IP SAN `127.0.0.1`, `localhost`, wildcards). So for each object
+//! with a caBundle (a `CaTrust`) the candidates are the supplied leaves that cover the name its
+//! client verifies (`<svc>.<ns>.svc`, or the URL host) — or, when none does, whose issuer is a CA of
+//! its caBundle — and each candidate is verified exactly as the API server's client would: against
+//! that caBundle, for that name, at the bundle's collection time, in Go's words (`x509: certificate
+//! signed by unknown authority`; the check the availability probe skips, DESIGN §1 rule 7). Then:
+//!
+//! * a candidate that verifies is the object's leaf (a served one first);
+//! * none verifies and there is one candidate: it is the object's, with its failed verification;
+//! * none verifies and there are several: which one the server serves is unknown — none is
+//!   attributed, and a gap says so.
+//!
+//! A leaf from `openssl s_client` output is a served chain (`served_chain`), any other file's is
+//! `file`; the rules decide with a file leaf's failure as support only — a critical TLS verdict
+//! needs served evidence (a handshake, s_client output, or an x509 error in a response).
 
 use std::net::IpAddr;
 
 use jiff::Timestamp;
 
-use crate::bundle::{Certificate, Verification};
+use crate::bundle::certs::CertSource;
+use crate::bundle::{Gap, GapReason, Verification};
 
-use super::state::{CaTrust, Importer};
+use super::state::Importer;
+
+/// One supplied leaf: its bundle index and its chain (leaf first).
+struct Leaf {
+    index: usize,
+    chain: Vec<rustls_pki_types::CertificateDer<'static>>,
+}
 
 /// Associate and verify every supplied leaf.
 pub(crate) fn verify_supplied_leaves(imp: &mut Importer, at: Timestamp) {
-    for file in &imp.cert_files {
-        let Some(pos) = file
-            .cert_indexes
-            .iter()
-            .position(|&i| !imp.bundle.certificates[i].is_ca)
-        else {
+    let leaves: Vec<Leaf> = imp
+        .cert_files
+        .iter()
+        .filter_map(|file| {
+            let pos = file
+                .cert_indexes
+                .iter()
+                .position(|&i| !imp.bundle.certificates[i].is_ca)?;
+            Some(Leaf {
+                index: file.cert_indexes[pos],
+                chain: file.ders[pos..].to_vec(),
+            })
+        })
+        .filter(|l| imp.bundle.certificates[l.index].verification.is_none())
+        .collect();
+    // One certificate saved in two files is one candidate (its served copy, when there is one).
+    let mut leaves = leaves;
+    let certs = &imp.bundle.certificates;
+    leaves.sort_by_key(|l| certs[l.index].origin.source != CertSource::ServedChain);
+    let mut seen = std::collections::HashSet::new();
+    leaves.retain(|l| seen.insert(certs[l.index].sha256.clone()));
+    if leaves.is_empty() {
+        return;
+    }
+    let mut chosen: Vec<(usize, usize, Verification)> = Vec::new();
+    let mut gaps = Vec::new();
+    for (ti, trust) in imp.ca_trusts.iter().enumerate() {
+        let Some(server_name) = trust.server_name.clone() else {
             continue;
         };
-        let leaf_index = file.cert_indexes[pos];
-        if imp.bundle.certificates[leaf_index].verification.is_some() {
+        let certs = &imp.bundle.certificates;
+        let mut candidates: Vec<&Leaf> = leaves
+            .iter()
+            .filter(|l| covers(&certs[l.index], &server_name))
+            .collect();
+        if candidates.is_empty() {
+            let issuers: Vec<String> = crate::pki::decode_pem(&trust.pem)
+                .map(|cas| cas.into_iter().map(|(ca, _)| ca.subject).collect())
+                .unwrap_or_default();
+            candidates = leaves
+                .iter()
+                .filter(|l| issuers.contains(&certs[l.index].issuer))
+                .collect();
+        }
+        if candidates.is_empty() {
             continue;
         }
-        let leaf = &imp.bundle.certificates[leaf_index];
-        let Some((trust, server_name)) = owner_of(leaf, &imp.ca_trusts) else {
-            continue;
+        let roots = crate::pki::pem_certificates(&trust.pem);
+        let verified: Vec<(&Leaf, Verification)> = candidates
+            .iter()
+            .map(|l| {
+                let v = match &roots {
+                    Ok(roots) => {
+                        let outcome =
+                            crate::pki::verify_server_chain(&l.chain, roots, &server_name, at);
+                        Verification {
+                            trust: format!("caBundle of {}", trust.owner),
+                            server_name: server_name.clone(),
+                            ok: outcome.is_ok(),
+                            error: outcome.err().map(|e| e.to_string()),
+                            at,
+                        }
+                    }
+                    Err(e) => Verification {
+                        trust: format!("caBundle of {}", trust.owner),
+                        server_name: server_name.clone(),
+                        ok: false,
+                        error: Some(format!("the caBundle does not decode: {e}")),
+                        at,
+                    },
+                };
+                (*l, v)
+            })
+            .collect();
+        let served_first = |(l, _): &&(&Leaf, Verification)| {
+            certs[l.index].origin.source != CertSource::ServedChain
         };
-        let chain = &file.ders[pos..];
-        let verification = match crate::pki::pem_certificates(&trust.pem) {
-            Ok(roots) => {
-                let outcome = crate::pki::verify_server_chain(chain, &roots, &server_name, at);
-                Verification {
-                    trust: format!("caBundle of {}", trust.owner),
-                    server_name,
-                    ok: outcome.is_ok(),
-                    error: outcome.err().map(|e| e.to_string()),
-                    at,
-                }
-            }
-            Err(e) => Verification {
-                trust: format!("caBundle of {}", trust.owner),
-                server_name,
-                ok: false,
-                error: Some(format!("the caBundle does not decode: {e}")),
-                at,
-            },
+        let mut ok: Vec<&(&Leaf, Verification)> = verified.iter().filter(|(_, v)| v.ok).collect();
+        ok.sort_by_key(served_first);
+        if let Some((l, v)) = ok.first() {
+            chosen.push((l.index, ti, v.clone()));
+        } else if let [(l, v)] = verified.as_slice() {
+            chosen.push((l.index, ti, v.clone()));
+        } else {
+            let files: Vec<String> = verified
+                .iter()
+                .filter_map(|(l, _)| certs[l.index].origin.file.clone())
+                .collect();
+            gaps.push(Gap::new(
+                format!("tls/{}", trust.owner),
+                GapReason::NotSupplied,
+                format!(
+                    "{} supplied certificates name {server_name} ({}) and none chains to the \
+                     caBundle of {}: which one the server serves is unknown (capture it: openssl \
+                     s_client -connect HOST:PORT -servername {server_name} -showcerts)",
+                    verified.len(),
+                    files.join(", "),
+                    trust.owner
+                ),
+            ));
+        }
+    }
+    // A leaf two objects chose (two webhooks behind one server) is recorded once per object.
+    let mut taken: Vec<usize> = Vec::new();
+    for (index, ti, verification) in chosen {
+        let owner = imp.ca_trusts[ti].owner.clone();
+        let target = if taken.contains(&index) {
+            let mut copy = imp.bundle.certificates[index].clone();
+            copy.verification = None;
+            imp.bundle.certificates.push(copy);
+            imp.bundle.certificates.len() - 1
+        } else {
+            taken.push(index);
+            index
         };
-        let owner = trust.owner.clone();
-        let leaf = &mut imp.bundle.certificates[leaf_index];
+        let leaf = &mut imp.bundle.certificates[target];
         leaf.origin.owner = Some(owner);
         leaf.verification = Some(verification);
     }
-}
-
-/// The trust a leaf belongs to, and the server name to verify: by name first, then by issuer.
-fn owner_of<'a>(leaf: &Certificate, trusts: &'a [CaTrust]) -> Option<(&'a CaTrust, String)> {
-    let by_name = trusts.iter().find_map(|t| {
-        let name = t.server_name.as_deref()?;
-        covers(leaf, name).then(|| (t, name.to_string()))
-    });
-    by_name.or_else(|| {
-        trusts.iter().find_map(|t| {
-            let name = t.server_name.clone()?;
-            let cas = crate::pki::decode_pem(&t.pem).ok()?;
-            cas.iter()
-                .any(|(ca, _)| ca.subject == leaf.issuer)
-                .then_some((t, name))
-        })
-    })
+    imp.bundle.gaps.extend(gaps);
 }
 
 /// Whether the leaf's SANs cover `host` (Go's rules: IPs against IP SANs, DNS names against DNS
 /// SANs with a wildcard only in the leftmost label; the Common Name is never used).
-fn covers(leaf: &Certificate, host: &str) -> bool {
+fn covers(leaf: &crate::bundle::Certificate, host: &str) -> bool {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return leaf
             .ip_addresses

@@ -26,6 +26,13 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
     }
     let decoded = crate::pki::decode_pem(text.as_bytes())
         .map_err(|e| FileError::whole(format!("malformed PEM: {e}")))?;
+    // `openssl s_client -showcerts` prints what the server presented: served evidence. Any other
+    // PEM file only says that someone kept a certificate.
+    let source = if is_s_client_output(text) {
+        CertSource::ServedChain
+    } else {
+        CertSource::File
+    };
     let mut chain = CertChainFile {
         cert_indexes: Vec::new(),
         ders: Vec::new(),
@@ -35,14 +42,14 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
             .bundle
             .certificates
             .iter()
-            .position(|c| c.sha256 == info.sha256 && c.origin.source == CertSource::File);
+            .position(|c| c.sha256 == info.sha256 && c.origin.source == source);
         let index = match existing {
             Some(index) => index,
             None => {
                 imp.bundle.certificates.push(Certificate::from_info(
                     info,
                     CertOrigin {
-                        source: CertSource::File,
+                        source,
                         owner: None,
                         file: Some(file.shown.clone()),
                         endpoint: None,
@@ -100,6 +107,14 @@ fn check_blocks(text: &str) -> Result<(), FileError> {
         )),
         None => Ok(()),
     }
+}
+
+/// `openssl s_client` output: the connection and the chain the server presented.
+fn is_s_client_output(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("CONNECTED(") || l == "Certificate chain" || l == "Server certificate"
+    })
 }
 
 /// Lines only openssl prints (`x509 -text|-subject|-dates`, `s_client`, `verify`).

@@ -223,8 +223,10 @@ fn verdict_for(
             .map(|h| h.summary.as_str())
             .collect();
         verdict.summary = if !history.is_empty() {
+            // Support evidence cannot decide on its own: history (cumulative counters of one
+            // dump), or a file nobody showed to be served. Each summary says which.
             format!(
-                "only evidence that cannot tell whether it is happening now (e.g. cumulative counters of one metrics dump): {}",
+                "only evidence that cannot decide on its own: {}",
                 history.join("; ")
             )
         } else if r.subject.kind == SubjectKind::Request
@@ -239,6 +241,10 @@ fn verdict_for(
         };
         verdict.next = inconclusive_next(&r.subject);
         for h in &support {
+            if rule(rules, h).class != Class::Healthy {
+                // What would decide it: the support rule's own next steps.
+                push_unique(&mut verdict.next, &h.next);
+            }
             verdict.history.push(consequence(rules, h));
         }
     } else {

@@ -366,10 +366,9 @@ pub fn tls_fact(
         .copied()
         .filter(|c| c.origin.source != CertSource::ServedChain)
         .collect();
-    let verification = served
-        .first()
-        .and_then(|c| c.verification.as_ref())
-        .or_else(|| owned.iter().find_map(|c| c.verification.as_ref()));
+    let served_verification = served.first().and_then(|c| c.verification.as_ref());
+    let verification =
+        served_verification.or_else(|| owned.iter().find_map(|c| c.verification.as_ref()));
     let all: Vec<Value> = ca
         .iter()
         .chain(served.iter())
@@ -400,6 +399,9 @@ pub fn tls_fact(
             "verification",
             Obj::new()
                 .b("checked", verification.is_some())
+                // Of a chain the server presented (a handshake, s_client output), not of a
+                // certificate someone kept in a file.
+                .b("served", served_verification.is_some())
                 .b("ok", verification.is_some_and(|v| v.ok))
                 .s(
                     "error",

@@ -826,3 +826,78 @@ async fn admission_probes_are_dry_run_in_the_namespace_given() {
     }
     server.shutdown().await;
 }
+
+/// A scan that could not read the core sources is never green: one critical Inconclusive per
+/// source the server refused, and a headline that says the collection is incomplete; a scan whose
+/// credentials the server rejects everywhere is kubectl's "You must be logged in" and exit 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incomplete_collection_fails_the_gate_and_no_credentials_is_exit_3() {
+    let scenario = LIMITED.replace("RULES", "[]");
+    let server = start_text(&scenario).await;
+    let f = Files::new();
+    let url = server.url();
+    let ca = f.write("ca.crt", server.ca_pem());
+    let common = [
+        "scan",
+        "--server",
+        url.as_str(),
+        "--certificate-authority",
+        ca.to_str().unwrap(),
+        "--window",
+        "0",
+        "-o",
+        "json",
+    ];
+
+    let mut args = common.to_vec();
+    args.extend(["--token", "nobody-token"]);
+    let r = run(f.path(), &args, &[]);
+    assert_eq!(r.code, 1, "the default gate fails: {}", r.stderr);
+    let d: Value = serde_json::from_str(&r.stdout).unwrap();
+    let sources: Vec<&Value> = d["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["subject"]["kind"] == "Source")
+        .collect();
+    let names: Vec<&str> = sources
+        .iter()
+        .map(|v| v["subject"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"objects/apiservices"), "{names:?}");
+    assert!(
+        names.contains(&"objects/customresourcedefinitions"),
+        "{names:?}"
+    );
+    for v in &sources {
+        assert_eq!(v["class"], "Inconclusive");
+        assert_eq!(v["severity"], "critical");
+        assert!(v["summary"].as_str().unwrap().contains("forbidden"), "{v}");
+    }
+    assert!(
+        d["summary"]["headline"]
+            .as_str()
+            .unwrap()
+            .starts_with("collection incomplete"),
+        "{}",
+        d["summary"]["headline"]
+    );
+
+    let mut args = common.to_vec();
+    args.extend(["--token", "no-such-token"]);
+    let r = run(f.path(), &args, &[]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("error: You must be logged in to the server (Unauthorized)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("--token"),
+        "names the identity: {}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "one line: {}", r.stderr);
+    server.shutdown().await;
+}

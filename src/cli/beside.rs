@@ -37,5 +37,12 @@ pub async fn collect_beside(
     if let Some(why) = collected.unreachable {
         anyhow::bail!("the reference server could not be reached: {why}");
     }
+    // A replayed recording refuses what it does not hold (403, "not in the recording"); one that
+    // holds none of the sources is still a recording to replay, its evidence carried beside.
+    if let Some(why) = collected.refused
+        && !server.is_recording()
+    {
+        anyhow::bail!("the reference server refused every read: {why}");
+    }
     Ok(collected.bundle)
 }

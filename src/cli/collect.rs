@@ -270,7 +270,7 @@ pub async fn collect_bundle(
     let collected = crate::collect::collect(&conn, &opts, &bar).await;
     bar.finish();
     let collected = collected?;
-    if let Some(why) = collected.unreachable {
+    if let Some(why) = collected.unreachable.or(collected.refused) {
         return Err(super::unreachable_error(why));
     }
     let mut bundle = collected.bundle;

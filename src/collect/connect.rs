@@ -69,6 +69,9 @@ pub struct Connection {
     pub namespace: String,
     /// The configuration the client was built from (for TLS settings reused by probes).
     pub config: kube::Config,
+    /// Who the requests are sent as, in words for messages: `user "admin"`, `user "alice"
+    /// (impersonated)`, `the pod's service account`.
+    pub identity: String,
 }
 
 /// Why a client could not be configured. These are input errors (exit 2), not unreachable clusters.
@@ -169,9 +172,20 @@ fn from_env_list() -> Result<Option<Kubeconfig>, ConnectError> {
     Ok(merged)
 }
 
+/// The kubeconfig user a context uses, for messages.
+fn context_user(kc: &Kubeconfig, context: Option<&str>) -> Option<String> {
+    let name = context?;
+    kc.contexts
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.context.as_ref())
+        .and_then(|c| c.user.clone())
+        .filter(|u| !u.is_empty())
+}
+
 async fn base_config(
     opts: &ConnectOptions,
-) -> Result<(kube::Config, Option<String>), ConnectError> {
+) -> Result<(kube::Config, Option<String>, String), ConnectError> {
     let kc_opts = KubeConfigOptions {
         context: opts.context.clone(),
         cluster: opts.cluster.clone(),
@@ -182,7 +196,7 @@ async fn base_config(
         let uri = server
             .parse()
             .map_err(|e| ConnectError::Kubeconfig(format!("--server {server:?}: {e}")))?;
-        return Ok((kube::Config::new(uri), None));
+        return Ok((kube::Config::new(uri), None, "the given credentials".into()));
     }
     let kubeconfig = if let Some(path) = &opts.kubeconfig {
         Some(Kubeconfig::read_from(path).map_err(kubeconfig_error)?)
@@ -192,19 +206,29 @@ async fn base_config(
     match kubeconfig {
         Some(kc) => {
             let context = opts.context.clone().or_else(|| kc.current_context.clone());
+            let user = opts
+                .user
+                .clone()
+                .or_else(|| context_user(&kc, context.as_deref()));
+            let identity = match (&user, &context) {
+                (Some(u), Some(c)) => format!("user {u:?} of context {c:?}"),
+                (Some(u), None) => format!("user {u:?}"),
+                (None, Some(c)) => format!("the credentials of context {c:?}"),
+                (None, None) => "the kubeconfig's credentials".into(),
+            };
             let config = kube::Config::from_custom_kubeconfig(kc, &kc_opts)
                 .await
                 .map_err(kubeconfig_error)?;
-            Ok((config, context))
+            Ok((config, context, identity))
         }
         None => {
             if let Some(server) = &opts.server {
                 let uri = server
                     .parse()
                     .map_err(|e| ConnectError::Kubeconfig(format!("--server {server:?}: {e}")))?;
-                return Ok((kube::Config::new(uri), None));
+                return Ok((kube::Config::new(uri), None, "no credentials".into()));
             }
-            in_cluster().map(|c| (c, None))
+            in_cluster().map(|c| (c, None, "the pod's service account".into()))
         }
     }
 }
@@ -214,7 +238,7 @@ async fn base_config(
 /// # Errors
 /// [`ConnectError`] when the configuration is missing or unusable. Reachability is not tested here.
 pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> {
-    let (mut config, context) = base_config(opts).await?;
+    let (mut config, context, mut identity) = base_config(opts).await?;
     if let Some(server) = &opts.server {
         config.cluster_url = server
             .parse()
@@ -237,6 +261,7 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> 
         config.auth_info.client_key_data = None;
     }
     if let Some(token) = &opts.token {
+        identity = "the --token credentials".into();
         config.auth_info.token = Some(token.clone().into());
         config.auth_info.token_file = None;
     }
@@ -248,6 +273,7 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> 
         config.root_cert = None;
     }
     if let Some(user) = &opts.impersonate {
+        identity = format!("user {user:?} (impersonated by {identity})");
         config.auth_info.impersonate = Some(user.clone());
     }
     if !opts.impersonate_groups.is_empty() {
@@ -280,5 +306,6 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> 
         context,
         namespace,
         config,
+        identity,
     })
 }

@@ -186,6 +186,9 @@ pub struct Collected {
     pub bundle: EvidenceBundle,
     /// Set when the API server could not be reached at all (exit code 3).
     pub unreachable: Option<String>,
+    /// Set when it answered but refused every read (401/403 everywhere): nothing to judge, which
+    /// is not "no findings" (exit code 3, in kubectl's words).
+    pub refused: Option<String>,
 }
 
 /// Run `fut` until `deadline`; a miss becomes a timeout.
@@ -279,6 +282,7 @@ pub async fn collect(
         tokio::join!(stage_one, first_scrape, etcd_checks, from_prometheus);
 
     let mut transport_failures = Vec::new();
+    let mut refusals: Vec<u16> = Vec::new();
     for (source, result) in stage_one {
         match result {
             Ok(apply) => apply(&mut bundle),
@@ -286,9 +290,44 @@ pub async fn collect(
                 if e.is_unreachable() {
                     transport_failures.push(e.to_string());
                 }
+                if let FetchError::Status {
+                    code: c @ (401 | 403),
+                    ..
+                } = &e
+                    && source.id != "version"
+                {
+                    refusals.push(*c);
+                }
                 bundle.gaps.push(gap_for(source.id, &e));
             }
         }
+    }
+    // Every source but /version (public) refused, and /metrics too: nothing to judge at all.
+    // That is not a scan with no findings; it is kubectl's "You must be logged in" (exit 3).
+    let scrape_refused = match &first.apiserver {
+        Some(Err(FetchError::Status {
+            code: 401 | 403, ..
+        })) => true,
+        Some(_) => false,
+        None => prom_sources.is_empty(),
+    };
+    if refusals.len() == STAGE_ONE.len() - 1 && scrape_refused {
+        let why = if refusals.iter().all(|c| *c == 401) {
+            format!(
+                "You must be logged in to the server (Unauthorized): {} rejected the credentials of {}",
+                conn.server, conn.identity
+            )
+        } else {
+            format!(
+                "the server refused everything extpath reads (Forbidden): {} may not read APIServices, webhook configurations, CRDs, FlowSchemas, /readyz, /livez or /metrics at {} — bind the read-only ClusterRole in deploy/rbac.yaml",
+                conn.identity, conn.server
+            )
+        };
+        return Ok(Collected {
+            unreachable: None,
+            refused: Some(why),
+            bundle,
+        });
     }
     if transport_failures.len() == STAGE_ONE.len() && !first.apiserver_ok() {
         return Ok(Collected {
@@ -296,6 +335,7 @@ pub async fn collect(
                 "the API server at {} could not be reached: {}",
                 conn.server, transport_failures[0]
             )),
+            refused: None,
             bundle,
         });
     }
@@ -351,6 +391,7 @@ pub async fn collect(
     Ok(Collected {
         bundle,
         unreachable: None,
+        refused: None,
     })
 }
 

@@ -151,11 +151,15 @@ pub enum SubjectKind {
     Etcd,
     /// One failing request known from client output or a probe.
     Request,
+    /// A source of evidence a live collection could not read (name: its gap source, e.g.
+    /// `objects/apiservices`): every subject it would have given is unjudged. Judged by the
+    /// collection's own gaps, never by rules.
+    Source,
 }
 
 impl SubjectKind {
     /// Every subject kind.
-    pub const ALL: [SubjectKind; 9] = [
+    pub const ALL: [SubjectKind; 10] = [
         SubjectKind::ApiService,
         SubjectKind::ValidatingWebhook,
         SubjectKind::MutatingWebhook,
@@ -165,6 +169,7 @@ impl SubjectKind {
         SubjectKind::ApiServer,
         SubjectKind::Etcd,
         SubjectKind::Request,
+        SubjectKind::Source,
     ];
 
     /// The name as written in rules and output.
@@ -179,6 +184,7 @@ impl SubjectKind {
             SubjectKind::ApiServer => "APIServer",
             SubjectKind::Etcd => "Etcd",
             SubjectKind::Request => "Request",
+            SubjectKind::Source => "Source",
         }
     }
 

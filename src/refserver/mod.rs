@@ -202,6 +202,11 @@ impl std::fmt::Debug for RunningServer {
 }
 
 impl RunningServer {
+    /// Whether it replays a recorded bundle (rather than running a scenario).
+    pub fn is_recording(&self) -> bool {
+        self.state.recorded.get().is_some()
+    }
+
     /// `https://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("https://{}", self.addr)

@@ -109,6 +109,10 @@ fn inconclusive_next(s: &Subject) -> Vec<String> {
         SubjectKind::Request => vec![
             "repeat the request with kubectl -v=8 to see the status and the response body".into(),
         ],
+        SubjectKind::Source => vec![format!(
+            "kubectl auth can-i --list | grep -i {}",
+            s.name.rsplit('/').next().unwrap_or("")
+        )],
     }
 }
 
@@ -323,6 +327,7 @@ pub fn classify(
         .iter()
         .filter(|r| r.rules_run > 0)
         .map(|r| verdict_for(rules, r, &cluster_ruled_out))
+        .chain(collection::incomplete_collection(bundle))
         .filter(|v| filter.keeps(&v.subject, v.class))
         .collect();
     verdicts.sort_by_key(rank);
@@ -365,10 +370,23 @@ pub fn summarize(verdicts: &[Verdict]) -> Summary {
             worst = worst.max(s);
         }
     }
-    let headline = match verdicts
+    let unread: Vec<&str> = verdicts
         .iter()
-        .find(|v| v.waived.is_none() && v.severity > Severity::Info)
-    {
+        .filter(|v| v.subject.kind == SubjectKind::Source && v.waived.is_none())
+        .map(|v| v.subject.name.as_str())
+        .collect();
+    let first_finding = verdicts.iter().find(|v| {
+        v.waived.is_none() && v.severity > Severity::Info && v.subject.kind != SubjectKind::Source
+    });
+    let headline = match first_finding {
+        _ if !unread.is_empty() => format!(
+            "collection incomplete: {} could not be read, so what they name is not judged{}",
+            unread.join(", "),
+            first_finding.map_or(String::new(), |v| format!(
+                "; {} on {}: {}",
+                v.class, v.subject, v.summary
+            ))
+        ),
         Some(v) => format!("{} on {}: {}", v.class, v.subject, v.summary),
         None if verdicts.is_empty() => "no subjects to judge in this evidence".into(),
         None => format!(
@@ -384,6 +402,8 @@ pub fn summarize(verdicts: &[Verdict]) -> Summary {
         headline,
     }
 }
+
+mod collection;
 
 #[cfg(test)]
 mod tests;

@@ -71,6 +71,7 @@ pub fn variables_for(kind: SubjectKind) -> &'static [&'static str] {
         SubjectKind::FlowSchema => &["flowschema", "prioritylevel", "observations"],
         SubjectKind::PriorityLevel => &["prioritylevel", "observations"],
         SubjectKind::ApiServer | SubjectKind::Etcd => &["observations"],
+        SubjectKind::Source => &[],
         SubjectKind::Request => &[
             "request",
             "apiservice",

@@ -342,6 +342,13 @@ pub fn load_one(
                     ),
                 )
             })?;
+        if k == SubjectKind::Source {
+            return Err(err(
+                file,
+                subject_line,
+                "subject: Source verdicts come from the collection's own gaps, not from rules",
+            ));
+        }
         if !subjects.contains(&k) {
             subjects.push(k);
         }

@@ -89,7 +89,10 @@ fn source_of(r: &Recorded, info: &RequestInfo) -> Option<Source> {
     }
 }
 
-/// 403 for a read of a kind the recording says nothing about.
+/// The answer to a read of a kind the recording has no objects of: what stopped the original
+/// collection (403 for a recorded `forbidden` or other failure), or — when the recording never
+/// said (a raw import that was not given the kind) — a 404, since nothing refused it: a replay
+/// must not invent a refusal the recording does not hold.
 fn unknown(r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
     if info.prefix.is_empty() {
         return None;
@@ -99,9 +102,45 @@ fn unknown(r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
         .bundle
         .gaps
         .iter()
-        .any(|g| g.source.starts_with(source.gap_prefix));
-    (gap || (!r.live() && source.empty))
-        .then(|| not_recorded(source.what, &info.group, &info.resource))
+        .find(|g| g.source.starts_with(source.gap_prefix));
+    let refused = gap.is_some_and(|g| {
+        !matches!(
+            g.reason,
+            crate::bundle::GapReason::NotSupplied | crate::bundle::GapReason::NotServed
+        )
+    });
+    if refused {
+        return Some(not_recorded(source.what, &info.group, &info.resource));
+    }
+    if gap.is_none() && (r.live() || !source.empty) {
+        return None;
+    }
+    // Lists of the kinds a scan judges: nothing refused them. Objects fetched by name keep the
+    // 403 — a 404 there would say "this Service does not exist".
+    Some(if LISTED_SOURCES.contains(&source.gap_prefix) {
+        not_in_recording(source.what)
+    } else {
+        not_recorded(source.what, &info.group, &info.resource)
+    })
+}
+
+/// The sources a collection lists whole (a missing one is not an absent object).
+const LISTED_SOURCES: &[&str] = &[
+    "objects/apiservices",
+    "objects/validatingwebhookconfigurations",
+    "objects/mutatingwebhookconfigurations",
+    "objects/customresourcedefinitions",
+];
+
+/// 404 for a kind the recording was never given.
+fn not_in_recording(what: &str) -> Response<Body> {
+    crate::refserver::status::ApiError::Status {
+        code: 404,
+        reason: "NotFound",
+        message: format!("not in the recording being replayed (it was not supplied to it): {what}"),
+        details: Some(serde_json::json!({})),
+    }
+    .into_response()
 }
 
 /// The flowcontrol versions the recording's objects were read in (v1 when it holds none).

@@ -1,0 +1,125 @@
+//! Verdicts on the collection itself: a core source a live scan could not read.
+//!
+//! APIServices, webhook configurations and CRDs name every extension path a scan judges. When the
+//! API server refuses them (401/403), or they time out, the subjects they would have given are not
+//! judged at all — and "no findings" would be a lie a CI gate believes (a CronJob whose RBAC broke
+//! would stay green). So each such gap becomes an `Inconclusive` verdict on a `Source` subject,
+//! at `critical`: the default gate fails on it, and the headline says the collection is
+//! incomplete. A source the user did not supply to a raw import (`not_supplied`) is not a failure
+//! of the collection and gives no verdict; neither does an API the server does not serve.
+//!
+//! What it does not own: the gaps themselves (collect, raw import), the gate (`waivers.rs`).
+
+use crate::bundle::{EvidenceBundle, GapReason};
+use crate::engine::diagnosis::{Class, Severity, Subject, SubjectKind, Verdict};
+
+/// The sources that name what a scan judges, and what each stands for.
+const CORE_SOURCES: &[(&str, &str, &str)] = &[
+    (
+        "objects/apiservices",
+        "APIServices",
+        "apiservices.apiregistration.k8s.io",
+    ),
+    (
+        "objects/validatingwebhookconfigurations",
+        "validating webhook configurations",
+        "validatingwebhookconfigurations.admissionregistration.k8s.io",
+    ),
+    (
+        "objects/mutatingwebhookconfigurations",
+        "mutating webhook configurations",
+        "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+    ),
+    (
+        "objects/customresourcedefinitions",
+        "CustomResourceDefinitions",
+        "customresourcedefinitions.apiextensions.k8s.io",
+    ),
+];
+
+fn reason_words(r: GapReason) -> Option<&'static str> {
+    match r {
+        GapReason::Forbidden => Some("forbidden (403)"),
+        GapReason::Unauthorized => Some("unauthorized (401)"),
+        GapReason::Timeout => Some("timed out"),
+        GapReason::Unreachable => Some("unreachable"),
+        GapReason::Error => Some("failed"),
+        GapReason::NotServed | GapReason::NotSupplied | GapReason::Skipped => None,
+    }
+}
+
+/// One `Inconclusive` verdict per core source the collection could not read.
+pub fn incomplete_collection(bundle: &EvidenceBundle) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    for (source, what, resource) in CORE_SOURCES {
+        let Some((gap, words)) = bundle
+            .gaps
+            .iter()
+            .filter(|g| g.source == *source)
+            .find_map(|g| reason_words(g.reason).map(|w| (g, w)))
+        else {
+            continue;
+        };
+        let subject = Subject {
+            kind: SubjectKind::Source,
+            name: (*source).to_string(),
+            namespace: None,
+            parent: None,
+        };
+        let mut v = Verdict::new(subject, Vec::new());
+        v.class = Class::Inconclusive;
+        v.severity = Severity::Critical;
+        v.summary = format!(
+            "the collection is incomplete: reading {what} {words}{}; every one of them is unjudged, so a failure there cannot be seen",
+            if gap.detail.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", gap.detail.trim())
+            }
+        );
+        v.next = vec![
+            format!("kubectl auth can-i list {resource}"),
+            "kubectl apply -f deploy/rbac.yaml   # the read-only ClusterRole extpath needs".into(),
+        ];
+        out.push(v);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::{CollectionSource, Gap};
+
+    #[test]
+    fn a_forbidden_core_source_is_a_critical_inconclusive_and_a_missing_file_is_not() {
+        let mut b = EvidenceBundle::new(CollectionSource::Live {
+            server: "https://127.0.0.1:6443".into(),
+            context: None,
+        });
+        b.gaps.push(Gap::new(
+            "objects/apiservices",
+            GapReason::Forbidden,
+            "apiservices.apiregistration.k8s.io is forbidden: User \"ci\" cannot list resource \"apiservices\"",
+        ));
+        b.gaps.push(Gap::new(
+            "objects/customresourcedefinitions",
+            GapReason::NotSupplied,
+            "",
+        ));
+        b.gaps
+            .push(Gap::new("metrics/apiserver", GapReason::Forbidden, ""));
+        let v = incomplete_collection(&b);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].subject.name, "objects/apiservices");
+        assert_eq!(
+            (v[0].class, v[0].severity),
+            (Class::Inconclusive, Severity::Critical)
+        );
+        assert!(
+            v[0].summary.contains("User \"ci\" cannot list"),
+            "{}",
+            v[0].summary
+        );
+    }
+}

@@ -43,7 +43,7 @@ pub fn gap_source(owner: &ObjectRef) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// An answer that is evidence about delegation.
-    Observed(Probe),
+    Observed(Box<Probe>),
     /// Nothing to judge from, and why.
     Gap(Gap),
 }
@@ -125,7 +125,7 @@ pub fn classify(owner: ObjectRef, path: &str, res: &Result<Response, FetchError>
     };
     let mut p = probe_from("GET", path, rung, owner, res);
     p.user = Some(PROBE_USER.to_string());
-    Outcome::Observed(p)
+    Outcome::Observed(Box::new(p))
 }
 
 #[cfg(test)]

@@ -177,7 +177,7 @@ pub async fn probe_all(
                 }
             }
             match delegation {
-                Some(super::delegation::Outcome::Observed(p)) => probes.push(p),
+                Some(super::delegation::Outcome::Observed(p)) => probes.push(*p),
                 Some(super::delegation::Outcome::Gap(g)) => gaps.push(g),
                 None => {}
             }

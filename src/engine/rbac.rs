@@ -194,7 +194,7 @@ impl<'b> Rbac<'b> {
 fn applies(subjects: &[RbacSubject], id: &Identity, namespace: &str) -> bool {
     subjects.iter().any(|s| match s.kind.as_str() {
         "User" => s.name == id.user,
-        "Group" => id.groups.iter().any(|g| *g == s.name),
+        "Group" => id.groups.contains(&s.name),
         "ServiceAccount" => {
             let ns = s.namespace.as_deref().unwrap_or(namespace);
             !ns.is_empty() && id.user == format!("system:serviceaccount:{ns}:{}", s.name)
@@ -232,7 +232,7 @@ fn rule_allows(r: &PolicyRule, a: &Attributes) -> bool {
     });
     has(&r.api_groups, &a.group)
         && resource
-        && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| *n == a.name))
+        && (r.resource_names.is_empty() || r.resource_names.contains(&a.name))
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ async fn pod_logs_attach_the_extension_servers_errors_to_its_apiservice() {
         sar["message"]
             .as_str()
             .unwrap()
-            .contains("User \"wardle-apiserver\" cannot create resource \"subjectaccessreviews\"")
+            .contains("User \"system:serviceaccount:wardle-system:wardle-apiserver\" cannot create resource \"subjectaccessreviews\"")
     );
     assert!(
         gaps(&b)

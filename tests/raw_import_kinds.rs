@@ -334,3 +334,68 @@ fn apf_dumps_of_newer_releases_and_version_documents_are_read() {
         "v1.31.4"
     );
 }
+
+#[test]
+fn pods_keep_their_service_account_and_rbac_is_read_as_kubectl_lists_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "pods.json",
+        r#"{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "api-0", "namespace": "ext", "labels": {"app": "api"}},
+   "spec": {"serviceAccountName": "api", "serviceAccount": "api", "containers": [{"name": "c", "image": "i"}]},
+   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "api-1", "namespace": "ext"},
+   "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Pending"}}
+]}"#,
+    );
+    write(
+        tmp.path(),
+        "rbac.yaml",
+        r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: ClusterRoleBinding
+  metadata: {name: ext-api:system:auth-delegator}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
+  subjects: [{kind: ServiceAccount, name: api, namespace: ext}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: ext-reader, namespace: kube-system}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+  subjects: [{kind: ServiceAccount, name: api, namespace: ext}]
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {name: elsewhere, namespace: team}
+  roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+  subjects: [{kind: User, name: alice}]
+"#,
+    );
+    let b = import_dir(tmp.path());
+    let sa = |name: &str| {
+        b.pods
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| p.service_account.clone())
+    };
+    assert_eq!(sa("api-0").as_deref(), Some("api"));
+    assert_eq!(
+        sa("api-1").as_deref(),
+        Some("default"),
+        "the API server's default"
+    );
+    assert_eq!(b.cluster_role_bindings.len(), 1);
+    assert_eq!(
+        b.cluster_role_bindings[0].subjects[0].namespace.as_deref(),
+        Some("ext")
+    );
+    assert_eq!(
+        b.role_bindings
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["ext-reader"],
+        "only kube-system's RoleBindings are kept"
+    );
+}

@@ -104,12 +104,23 @@ pub(crate) async fn get(
     token: &str,
     path: &str,
 ) -> (u16, reqwest::header::HeaderMap, String) {
-    let resp = http_client(server)
+    get_with(server, token, path, &[]).await
+}
+
+/// [`get`] with extra request headers (`Impersonate-User`, …).
+pub(crate) async fn get_with(
+    server: &RunningServer,
+    token: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let mut req = http_client(server)
         .get(format!("{}{path}", server.url()))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
+        .bearer_auth(token);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().await.unwrap();
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     (status, headers, resp.text().await.unwrap())

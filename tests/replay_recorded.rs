@@ -114,13 +114,13 @@ fn round_window(w: &mut SeriesWindow) {
 }
 
 /// Whether a collected probe is one extpath sends against any replay on its own: a probe of its
-/// own whose request the recording does not hold (every remote APIService gets a discovery probe).
+/// own whose request the recording does not hold (every remote APIService gets a discovery probe,
+/// and one that answers a delegation probe as another user).
 fn added_by_collection(p: &Probe, recording: &EvidenceBundle) -> bool {
     p.origin.kind == ProbeKind::Probe
-        && !recording
-            .probes
-            .iter()
-            .any(|q| q.origin == p.origin && q.method == p.method && q.path == p.path)
+        && !recording.probes.iter().any(|q| {
+            q.origin == p.origin && q.method == p.method && q.path == p.path && q.user == p.user
+        })
 }
 
 /// The evidence a recording and its replay must agree on, applied to both; `recording` decides

@@ -3,14 +3,14 @@
 //!
 //! `replay serve --bundle` puts a recording back behind an API server so that `collect` (or kubectl)
 //! can read it again. Most evidence goes back the way it came: objects through the API, metrics at
-//! `/metrics`, health checks at `/readyz` and `/livez`, extpath's own discovery and list probes as
-//! the answers to the same requests. What follows cannot, and is *carried* — written beside the
+//! `/metrics`, health checks at `/readyz` and `/livez`, extpath's own discovery, list and delegation
+//! probes as the answers to the same requests (a delegation probe to its user only). What follows cannot, and is *carried* — written beside the
 //! kubeconfig as a bundle, to be merged into the collection:
 //!
 //! * probes a person's client recorded (`origin.kind: client_output`: kubectl, curl, traces) — no
 //!   collection sends them — and extpath probes a collection does not send again (admission
-//!   dry-runs, which need `--probe-admission`; anything but the discovery and list probes of a remote
-//!   APIService; a second probe of the same path);
+//!   dry-runs, which need `--probe-admission`; anything but the discovery, list and delegation
+//!   probes of a remote APIService; a second probe of the same path and user);
 //! * log findings, Events (they are served as objects too, but a collection only reads the ones
 //!   about what it references) and the APF debug state (`/debug/api_priority_and_fairness`);
 //! * certificates a collection cannot get back: served chains (a TLS handshake needs the backend's
@@ -39,7 +39,8 @@ use super::{CertSource, EvidenceBundle, ObjectRef, Probe, Rung, TimeBasis};
 /// is carried.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Split {
-    /// extpath probes answered again: the discovery and list probes of remote APIServices.
+    /// extpath probes answered again: the discovery, list and delegation probes of remote
+    /// APIServices.
     pub probes: Vec<usize>,
     /// The metrics source served at `/metrics`.
     pub apiserver_metrics: Option<usize>,
@@ -129,7 +130,25 @@ pub fn split(bundle: &EvidenceBundle) -> Split {
             verbs.push((i, name));
         }
     }
+    // A collection asks each discovery that answered once more as an ordinary user (the delegation
+    // probe): the first such probe of each is served, to that user only.
+    let mut delegated: Vec<(usize, &str)> = Vec::new();
+    for (i, p) in bundle.probes.iter().enumerate() {
+        let Some((name, discovery)) = remote_target(bundle, p) else {
+            continue;
+        };
+        if answered(p)
+            && p.user.is_some()
+            && matches!(p.rung, Some(Rung::Authz | Rung::Authn))
+            && p.path.as_deref() == Some(discovery.as_str())
+            && discovered_ok(name)
+            && !delegated.iter().any(|(_, n)| *n == name)
+        {
+            delegated.push((i, name));
+        }
+    }
     s.probes.extend(verbs.into_iter().map(|(i, _)| i));
+    s.probes.extend(delegated.into_iter().map(|(i, _)| i));
     s.probes.sort_unstable();
     let first_metrics = |t: MetricTarget| bundle.metrics.iter().position(|m| m.target == t);
     s.apiserver_metrics = first_metrics(MetricTarget::Apiserver);

@@ -237,7 +237,8 @@ pub fn add_endpoint_slice(bundle: &mut EvidenceBundle, obj: &discovery::Endpoint
     });
 }
 
-/// A Pod (readiness only; nothing from its spec is kept, so no env values or mounted secrets).
+/// A Pod: readiness and its service account (nothing else from its spec is kept, so no env values
+/// or mounted secrets).
 pub fn add_pod(bundle: &mut EvidenceBundle, obj: &core::Pod) {
     let status = obj.status.clone().unwrap_or_default();
     let ready = status
@@ -276,10 +277,17 @@ pub fn add_pod(bundle: &mut EvidenceBundle, obj: &core::Pod) {
         ready,
         restarts,
         container_problems,
+        service_account: obj.spec.as_ref().map(|s| {
+            s.service_account_name
+                .clone()
+                .or_else(|| s.service_account.clone())
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "default".to_string())
+        }),
     });
 }
 
-fn label_selector(s: Option<&meta::LabelSelector>) -> LabelSelector {
+pub(crate) fn label_selector(s: Option<&meta::LabelSelector>) -> LabelSelector {
     let Some(s) = s else {
         return LabelSelector::default();
     };

@@ -28,6 +28,7 @@ pub mod objects;
 pub mod observations;
 pub mod probes;
 pub mod raw;
+pub mod rbac;
 pub mod to_k8s;
 
 use schemars::JsonSchema;
@@ -43,6 +44,7 @@ pub use observations::{
     ApfPriorityLevelState, Event, Gap, GapReason, HealthCheck, HealthCheckItem, LogFinding,
 };
 pub use probes::{Probe, ProbeOrigin, Rung, StatusBody, StatusCause, WatchOutcome};
+pub use rbac::{PolicyRule, RbacBinding, RbacRole, RbacSubject, RoleRef};
 
 /// `apiVersion` of every bundle this version of extpath writes and reads.
 pub const API_VERSION: &str = "extpath.dev/v1alpha1";
@@ -87,6 +89,21 @@ pub struct EvidenceBundle {
     /// APF PriorityLevelConfigurations of whatever flowcontrol version the server served.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub priority_levels: Vec<PriorityLevel>,
+    /// rbac.authorization.k8s.io/v1 ClusterRoles: with the bindings, what the identity of an
+    /// extension API server may do (create SubjectAccessReviews and TokenReviews, read the
+    /// `extension-apiserver-authentication` ConfigMap).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_roles: Vec<RbacRole>,
+    /// rbac.authorization.k8s.io/v1 ClusterRoleBindings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_role_bindings: Vec<RbacBinding>,
+    /// rbac.authorization.k8s.io/v1 Roles of `kube-system` (where the
+    /// `extension-apiserver-authentication` ConfigMap and its reader Role live).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<RbacRole>,
+    /// rbac.authorization.k8s.io/v1 RoleBindings of `kube-system`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub role_bindings: Vec<RbacBinding>,
     /// Every certificate seen: decoded caBundles, served chains, PEM files supplied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<Certificate>,

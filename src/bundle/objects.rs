@@ -276,6 +276,10 @@ pub struct Pod {
     /// Waiting/terminated reasons of containers that are not running (e.g. `CrashLoopBackOff`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub container_problems: Vec<String>,
+    /// `spec.serviceAccountName`, the identity its containers call the API server with (the API
+    /// server sets `default` when a Pod names none). Absent when the Pod's spec was not seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
 }
 
 /// Validating or mutating.

@@ -43,6 +43,13 @@ pub struct CollectFlags {
     /// (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists).
     #[arg(long)]
     pub skip_list_probe: bool,
+    /// Do not send each aggregated group/version's discovery request again as an ordinary
+    /// authenticated user (`extpath:delegation-probe`, group `system:authenticated`), which finds an
+    /// extension server whose delegated authorization fails for everyone outside system:masters
+    /// before a user does. It needs `impersonate` on users and groups (not in deploy/rbac.yaml:
+    /// without it the probe is a gap); it is not sent when --as is given.
+    #[arg(long)]
+    pub skip_delegation_probe: bool,
     /// etcd's /metrics URL (the client URL `https://HOST:2379`, or a `--listen-metrics-urls`
     /// address): adds etcd's own metrics, scraped in the same window, its /health and its alarms.
     #[arg(long, value_name = "URL", help_heading = "etcd")]
@@ -166,6 +173,8 @@ impl CollectFlags {
             probe_admission: self.probe_admission,
             pod_logs: self.pod_logs,
             list_probe: !self.skip_list_probe,
+            // Impersonation does not chain: a collection sent --as some user cannot be someone else.
+            delegation_probe: !self.skip_delegation_probe && kube.as_user.is_none(),
             namespace: namespace.to_string(),
             etcd: self.etcd_metrics_url.as_ref().map(|url| EtcdOptions {
                 metrics_url: url.clone(),

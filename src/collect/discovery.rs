@@ -1,5 +1,6 @@
 //! Probes through the API server: the discovery rung of every aggregated group/version, a list of
-//! one resource it serves, and (only on request) server-side dry-run writes through webhooks.
+//! one resource it serves and the delegation probe ([`super::delegation`]) once discovery
+//! answered, and (only on request) server-side dry-run writes through webhooks.
 //!
 //! These are the requests a user's client would make, sent through kube-apiserver so that the
 //! aggregator really proxies them with real TLS — the only way to see what `Available=True` hides
@@ -86,11 +87,21 @@ pub fn listable_resource(doc: &Value) -> Option<String> {
         .and_then(|r| r.get("name")?.as_str().map(str::to_string))
 }
 
-/// Probe every remote APIService: discovery, then a list of one resource when discovery answered.
+/// Which probes follow a successful discovery probe.
+#[derive(Debug, Clone, Copy)]
+pub struct FollowUps {
+    /// List one resource of the group/version (`--skip-list-probe` turns it off).
+    pub list: bool,
+    /// Send the delegation probe ([`super::delegation`]) as an ordinary authenticated user.
+    pub delegation: bool,
+}
+
+/// Probe every remote APIService: discovery, then — when discovery answered — a list of one
+/// resource and the delegation probe, at once.
 pub async fn probe_all(
     f: &Fetcher,
     bundle: &EvidenceBundle,
-    list_probe: bool,
+    follow: FollowUps,
     deadline: Instant,
 ) -> (Vec<Probe>, Vec<Gap>) {
     let remote: Vec<(String, String, String)> = bundle
@@ -111,20 +122,24 @@ pub async fn probe_all(
                     Err(_) => Err(FetchError::Timeout(f.request_timeout())),
                 };
             let mut discovery = probe_from("GET", &path, Rung::Discovery, owner.clone(), &res);
-            if let Ok(r) = &res
-                && (200..300).contains(&r.status)
-            {
+            let answered = matches!(&res, Ok(r) if (200..300).contains(&r.status));
+            if answered && let Ok(r) = &res {
                 discovery.discovery_group_version = Some(document_group_version(&r.body));
             }
             let mut probes = vec![discovery];
-            if let Ok(r) = &res
-                && list_probe
-                && (200..300).contains(&r.status)
-                && let Some(resource) = serde_json::from_slice::<Value>(&r.body)
+            let mut gaps = Vec::new();
+            if !answered {
+                return (probes, gaps);
+            }
+            let resource = match &res {
+                Ok(r) if follow.list => serde_json::from_slice::<Value>(&r.body)
                     .ok()
                     .as_ref()
-                    .and_then(listable_resource)
-            {
+                    .and_then(listable_resource),
+                _ => None,
+            };
+            let list = async {
+                let resource = resource?;
                 let list_path = format!("{path}/{resource}?limit=1");
                 let res = match tokio::time::timeout_at(
                     deadline,
@@ -135,20 +150,38 @@ pub async fn probe_all(
                     Ok(r) => r,
                     Err(_) => Err(FetchError::Timeout(f.request_timeout())),
                 };
-                let probe = probe_from("GET", &list_path, Rung::Verb, owner.clone(), &res);
-                if let Some(why) = own_permission_denied(&probe) {
-                    return (
-                        probes,
-                        Some(Gap::new(
-                            format!("probes/verb/{owner}"),
-                            GapReason::Forbidden,
-                            why,
-                        )),
-                    );
+                Some(probe_from(
+                    "GET",
+                    &list_path,
+                    Rung::Verb,
+                    owner.clone(),
+                    &res,
+                ))
+            };
+            let delegation = async {
+                if follow.delegation {
+                    Some(super::delegation::probe(f, owner.clone(), &path, deadline).await)
+                } else {
+                    None
                 }
-                probes.push(probe);
+            };
+            let (list, delegation) = tokio::join!(list, delegation);
+            if let Some(probe) = list {
+                match own_permission_denied(&probe) {
+                    Some(why) => gaps.push(Gap::new(
+                        format!("probes/verb/{owner}"),
+                        GapReason::Forbidden,
+                        why,
+                    )),
+                    None => probes.push(probe),
+                }
             }
-            (probes, None)
+            match delegation {
+                Some(super::delegation::Outcome::Observed(p)) => probes.push(*p),
+                Some(super::delegation::Outcome::Gap(g)) => gaps.push(g),
+                None => {}
+            }
+            (probes, gaps)
         })
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
@@ -159,7 +192,7 @@ pub async fn probe_all(
         probes.extend(p);
         gaps.extend(g);
     }
-    probes.sort_by(|a, b| a.path.cmp(&b.path));
+    probes.sort_by(|a, b| (&a.path, &a.user).cmp(&(&b.path, &b.user)));
     gaps.sort_by(|a, b| a.source.cmp(&b.source));
     (probes, gaps)
 }

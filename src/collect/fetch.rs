@@ -173,7 +173,25 @@ impl Fetcher {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Response, FetchError> {
+        self.request_with_headers(method, path, body, &[]).await
+    }
+
+    /// [`Fetcher::request`] with extra request headers (e.g. `Impersonate-User`; a header given
+    /// twice is sent twice, as `Impersonate-Group` may be).
+    ///
+    /// # Errors
+    /// [`FetchError::Timeout`] or [`FetchError::Transport`] when no response arrived.
+    pub async fn request_with_headers(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Result<Response, FetchError> {
         let mut builder = http::Request::builder().method(method).uri(path);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
         if body.is_some() {
             builder = builder.header("content-type", "application/json");
         }

@@ -9,11 +9,12 @@
 //! timeout gap). Three stages, because some requests need the answers of others:
 //!
 //! 1. [`STAGE_ONE`]: the objects that name everything else (APIServices, webhook configurations,
-//!    CRDs, FlowSchemas and priority levels), `/version`, `/readyz`, `/livez`, and the first
-//!    `/metrics` scrape.
+//!    CRDs, FlowSchemas and priority levels), RBAC ([`rbac`]), `/version`, `/readyz`, `/livez`,
+//!    and the first `/metrics` scrape.
 //! 2. For what stage one referenced: the Services, Endpoints and EndpointSlices behind each backend,
-//!    Events in their namespaces, the discovery probe of every aggregated group/version (and a list
-//!    of one resource it serves), optional admission dry-run probes.
+//!    Events in their namespaces, the discovery probe of every aggregated group/version (and, once
+//!    it answered, a list of one resource it serves and the [`delegation`] probe), optional
+//!    admission dry-run probes.
 //! 3. Pods behind those Services (selectors come from stage two) and the TLS handshake with every
 //!    reachable backend.
 //!
@@ -31,6 +32,7 @@
 pub mod backends;
 pub mod certificates;
 pub mod connect;
+pub mod delegation;
 pub mod discovery;
 pub mod endpoint;
 pub mod etcd;
@@ -41,6 +43,7 @@ pub mod logs;
 pub mod metrics;
 pub mod objects;
 pub mod prometheus;
+pub mod rbac;
 pub mod refs;
 mod scrapes;
 pub mod why;
@@ -77,6 +80,10 @@ pub struct CollectOptions {
     /// `--skip-list-probe`: the least-privilege ClusterRole does not grant lists of aggregated
     /// resources).
     pub list_probe: bool,
+    /// After a discovery probe answers, send it again as an ordinary authenticated user
+    /// ([`delegation`]); off with `--skip-delegation-probe`, and when the collection itself
+    /// impersonates (`--as`), since impersonation does not chain.
+    pub delegation_probe: bool,
     /// Namespace for namespaced probes (`-n`).
     pub namespace: String,
     /// `--etcd-metrics-url` and its TLS files: etcd's own metrics, health and alarms.
@@ -96,6 +103,7 @@ impl Default for CollectOptions {
             probe_admission: false,
             pod_logs: false,
             list_probe: true,
+            delegation_probe: true,
             namespace: "default".into(),
             etcd: None,
             prometheus: None,
@@ -151,6 +159,26 @@ pub const STAGE_ONE: &[Source] = &[
         id: "objects/flowcontrol",
         what: "FlowSchemas and priority levels",
         fetch: flowcontrol::fetch,
+    },
+    Source {
+        id: rbac::CLUSTER_ROLES,
+        what: "ClusterRoles",
+        fetch: rbac::fetch_cluster_roles,
+    },
+    Source {
+        id: rbac::CLUSTER_ROLE_BINDINGS,
+        what: "ClusterRoleBindings",
+        fetch: rbac::fetch_cluster_role_bindings,
+    },
+    Source {
+        id: rbac::ROLES,
+        what: "Roles in kube-system",
+        fetch: rbac::fetch_roles,
+    },
+    Source {
+        id: rbac::ROLE_BINDINGS,
+        what: "RoleBindings in kube-system",
+        fetch: rbac::fetch_role_bindings,
     },
     Source {
         id: "health/readyz",
@@ -420,7 +448,11 @@ async fn later_stages(
         r
     };
     let probes = async {
-        let r = discovery::probe_all(fetcher, bundle, opts.list_probe, deadline).await;
+        let follow = discovery::FollowUps {
+            list: opts.list_probe,
+            delegation: opts.delegation_probe,
+        };
+        let r = discovery::probe_all(fetcher, bundle, follow, deadline).await;
         progress.step("discovery and list probes");
         r
     };

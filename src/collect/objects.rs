@@ -32,7 +32,9 @@ pub fn decode_items<T: DeserializeOwned>(source: &str, items: Vec<Value>) -> (Ve
     (ok, gaps)
 }
 
-fn list_then<'a, T, F>(
+/// List `path`, decode each item into `T`, and add it with `add` (items that do not decode are
+/// gaps under `source`).
+pub(crate) fn list_then<'a, T, F>(
     f: &'a Fetcher,
     source: &'static str,
     path: &'static str,

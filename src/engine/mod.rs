@@ -12,6 +12,7 @@
 //! * [`eval`] — running the rules on every subject;
 //! * [`classify`] — one verdict per subject (DESIGN §2), the cluster summary;
 //! * [`ruletest`] — the `<id>.test.yaml` runner behind `rules test`;
+//! * [`rbac`] — RBAC evaluation over the bundle's roles and bindings (what an identity may do);
 //! * [`settings`], [`filter`] — thresholds and `analyze` filters;
 //! * [`diagnosis`] — the output contract.
 //! * [`waivers`] — waivers files for CI gates, and the `--fail-on` gate.
@@ -23,6 +24,7 @@ pub mod facts;
 pub mod filter;
 pub mod functions;
 pub mod metrics_query;
+pub mod rbac;
 pub mod regex_cache;
 pub mod rules;
 pub mod ruletest;

@@ -6,7 +6,8 @@
 //!
 //! Authorization: `system:masters` may do everything; every authenticated user may read discovery,
 //! health and version paths (`system:discovery`, `system:public-info-viewer`); everything else needs
-//! an allow rule of the user, else a 403 with RBAC's exact wording. The aggregator authorizes before
+//! an allow rule of the user or a grant of the RBAC objects in the store (`super::rbac`), else a
+//! 403 with RBAC's exact wording. The aggregator authorizes before
 //! proxying, like the real one, so a user without rules never reaches an extension server.
 
 use http::HeaderMap;
@@ -95,11 +96,7 @@ pub fn impersonate(
         .collect();
     let may = |resource: &str, name: &str| {
         let info = RequestInfo::parse("IMPERSONATE", &format!("/api/v1/{resource}/{name}"));
-        user.is_master()
-            || state
-                .rules
-                .get(&user.name)
-                .is_some_and(|rules| rules.iter().any(|r| rule_allows(r, &info)))
+        allowed(state, &user, &info)
     };
     if !may("users", &target) {
         let info = RequestInfo::parse("IMPERSONATE", &format!("/api/v1/users/{target}"));
@@ -200,13 +197,12 @@ pub fn forbidden_message(user: &str, info: &RequestInfo) -> String {
     )
 }
 
-/// Authorize a request.
-///
-/// # Errors
-/// 403 Forbidden with RBAC's wording.
-pub fn authorize(state: &State, user: &UserInfo, info: &RequestInfo) -> Result<(), ApiError> {
+/// Whether kube-apiserver's authorizer allows a request: `system:masters`, discovery and public
+/// information for every (authenticated) user, the user's scenario `allow:` rules, or the RBAC
+/// objects in the store. It also answers the SubjectAccessReviews extension backends create.
+pub fn allowed(state: &State, user: &UserInfo, info: &RequestInfo) -> bool {
     if user.is_master() {
-        return Ok(());
+        return true;
     }
     if !info.is_resource && info.verb == "get" {
         let public = PUBLIC_INFO
@@ -217,7 +213,7 @@ pub fn authorize(state: &State, user: &UserInfo, info: &RequestInfo) -> Result<(
                 .iter()
                 .any(|p| info.path == *p || info.path.starts_with(&format!("{p}/")));
         if public || discovery {
-            return Ok(());
+            return true;
         }
     }
     let rules = state
@@ -225,7 +221,20 @@ pub fn authorize(state: &State, user: &UserInfo, info: &RequestInfo) -> Result<(
         .get(&user.name)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    if rules.iter().any(|r| rule_allows(r, info)) {
+    rules.iter().any(|r| rule_allows(r, info))
+        || super::rbac::Objects::from_store(&state.store).allows(
+            &user.name,
+            &user.groups,
+            &super::rbac::Attributes::from(info),
+        )
+}
+
+/// Authorize a request.
+///
+/// # Errors
+/// 403 Forbidden with RBAC's wording.
+pub fn authorize(state: &State, user: &UserInfo, info: &RequestInfo) -> Result<(), ApiError> {
+    if allowed(state, user, info) {
         return Ok(());
     }
     Err(ApiError::forbidden(

@@ -62,6 +62,15 @@ pub fn default_on_create(state: &State, def: &ResourceDef, obj: &mut Value) {
                 }
             }
         }
+        // The ServiceAccount admission plugin: a Pod that names no service account runs as `default`.
+        ("", "Pod")
+            if obj
+                .pointer("/spec/serviceAccountName")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty) =>
+        {
+            obj["spec"]["serviceAccountName"] = json!("default");
+        }
         ("", "Namespace") => {
             let name = obj
                 .pointer("/metadata/name")
@@ -360,7 +369,10 @@ pub fn load_initial(state: &State) -> Result<(), String> {
             )
         })
         .collect();
-    objects.extend(super::apf::mandatory_objects().into_iter().filter(|o| {
+    let mandatory = super::apf::mandatory_objects()
+        .into_iter()
+        .chain(super::rbac::bootstrap_objects());
+    objects.extend(mandatory.filter(|o| {
         !scenario_names
             .iter()
             .any(|(k, n)| o["kind"] == k.as_str() && o["metadata"]["name"] == n.as_str())

@@ -144,7 +144,7 @@ pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> 
         Err(e) => return e.into_response(),
     };
     // A replayed recording answers what it recorded as it was recorded, before APF and the rest.
-    if let Some(resp) = super::recorded::answer(&state, &info, &path_and_query).await {
+    if let Some(resp) = super::recorded::answer(&state, &info, &path_and_query, &user.name).await {
         return resp;
     }
     if info.is_long_running() {

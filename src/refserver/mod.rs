@@ -29,6 +29,7 @@ pub mod kubeconfig;
 pub mod metrics;
 pub mod network;
 pub mod profile;
+pub mod rbac;
 pub mod recorded;
 pub mod registry;
 pub mod request;
@@ -138,13 +139,16 @@ impl Core {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let pki = Arc::new(ServerPki::generate(&scenario).context("generating certificates")?);
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let backends = Backends::spawn(&scenario, &pki, &shutdown_rx).await?;
+        let apiserver = backends::delegated::ApiserverHandle::default();
+        let backends = Backends::spawn(&scenario, &pki, &shutdown_rx, &apiserver).await?;
         let state = Arc::new(State::new(
             scenario,
             pki.clone(),
             backends.ports(),
             backends.logs(),
         ));
+        // Backends with delegated authorization ask this server's authorizer from now on.
+        let _ = apiserver.set(Arc::downgrade(&state));
         Ok(Core {
             pki,
             shutdown,

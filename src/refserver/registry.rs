@@ -216,6 +216,50 @@ const BUILTINS: &[Builtin] = &[
         go_type: "*flowcontrol.PriorityLevelConfiguration",
         status: true,
     },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        resource: "clusterroles",
+        singular: "clusterrole",
+        kind: "ClusterRole",
+        namespaced: false,
+        short: &[],
+        go_type: "*rbac.ClusterRole",
+        status: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        resource: "clusterrolebindings",
+        singular: "clusterrolebinding",
+        kind: "ClusterRoleBinding",
+        namespaced: false,
+        short: &[],
+        go_type: "*rbac.ClusterRoleBinding",
+        status: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        resource: "roles",
+        singular: "role",
+        kind: "Role",
+        namespaced: true,
+        short: &[],
+        go_type: "*rbac.Role",
+        status: false,
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        resource: "rolebindings",
+        singular: "rolebinding",
+        kind: "RoleBinding",
+        namespaced: true,
+        short: &[],
+        go_type: "*rbac.RoleBinding",
+        status: false,
+    },
 ];
 
 /// The built-in group/versions, each with the groupPriorityMinimum/versionPriority kube-apiserver
@@ -227,6 +271,7 @@ pub const BUILTIN_GROUP_VERSIONS: &[(&str, &str, i64, i64)] = &[
     ("apiregistration.k8s.io", "v1", 18000, 15),
     ("discovery.k8s.io", "v1", 16200, 15),
     ("flowcontrol.apiserver.k8s.io", "v1", 16100, 20),
+    ("rbac.authorization.k8s.io", "v1", 17000, 15),
 ];
 
 fn builtin_def(b: &Builtin) -> ResourceDef {

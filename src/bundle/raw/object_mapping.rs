@@ -9,11 +9,12 @@
 use k8s_openapi::api::admissionregistration::v1 as admreg;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::api::rbac::v1 as k8s_rbac;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
 use serde_json::{Value, json};
 
-use crate::bundle::{EvidenceBundle, ObjectRef, from_k8s};
+use crate::bundle::{EvidenceBundle, ObjectRef, from_k8s, rbac};
 
 use super::state::CaTrust;
 
@@ -71,6 +72,23 @@ pub(crate) fn apply(
             let o: apiext::CustomResourceDefinition = typed_as(typed)?;
             from_k8s::add_crd(bundle, &o, file);
             record_crd_trust(bundle, trusts, &o);
+        }
+        ("rbac.authorization.k8s.io", "ClusterRole") => {
+            rbac::add_cluster_role(bundle, &typed_as::<k8s_rbac::ClusterRole>(typed)?)
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => rbac::add_cluster_role_binding(
+            bundle,
+            &typed_as::<k8s_rbac::ClusterRoleBinding>(typed)?,
+        ),
+        // The delegation checks read kube-system's Roles only, as a collection does.
+        ("rbac.authorization.k8s.io", "Role" | "RoleBinding")
+            if typed.pointer("/metadata/namespace").and_then(Value::as_str)
+                != Some("kube-system") => {}
+        ("rbac.authorization.k8s.io", "Role") => {
+            rbac::add_role(bundle, &typed_as::<k8s_rbac::Role>(typed)?)
+        }
+        ("rbac.authorization.k8s.io", "RoleBinding") => {
+            rbac::add_role_binding(bundle, &typed_as::<k8s_rbac::RoleBinding>(typed)?)
         }
         ("flowcontrol.apiserver.k8s.io", "FlowSchema") => from_k8s::add_flow_schema(bundle, typed),
         ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {

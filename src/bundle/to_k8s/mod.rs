@@ -5,8 +5,8 @@
 //! trip: `from_k8s(to_k8s(x)) == x` for every object the bundle holds in the shape `from_k8s`
 //! produces — APIServices, Services, Endpoints, EndpointSlices, Pods, webhooks (grouped back into
 //! their configurations), CRDs, FlowSchemas and PriorityLevelConfigurations (in the API version they
-//! were read from), and Events. Objects come out as JSON with `apiVersion` and `kind`, because
-//! flowcontrol v1beta1…v1beta3 have no k8s-openapi types and the reference server stores JSON.
+//! were read from), ClusterRoles, Roles and their bindings, and Events. Objects come out as JSON with
+//! `apiVersion` and `kind`, because flowcontrol v1beta1…v1beta3 have no k8s-openapi types and the reference server stores JSON.
 //!
 //! What the bundle never kept is not invented beyond what an object needs to decode: a Pod gets
 //! one container status per recorded problem (the restart count on the first), a webhook as many
@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 
 use super::objects::*;
 use super::observations::Event;
+use super::rbac::{PolicyRule, RbacBinding, RbacRole};
 use super::{CertSource, EvidenceBundle, ObjectRef};
 
 /// The text of a caBundle whose certificates the bundle kept without their PEM. It is not a PEM
@@ -209,7 +210,8 @@ pub fn endpoint_slice(s: &EndpointSlice) -> Value {
     })
 }
 
-/// A Pod: readiness, phase, labels, and one container status per recorded problem.
+/// A Pod: readiness, phase, labels, its service account, and one container status per recorded
+/// problem.
 pub fn pod(p: &Pod) -> Value {
     let container = |name: &str, restarts: i32, state: Value| json!({"name": name, "image": "", "imageID": "", "ready": false, "restartCount": restarts, "state": state});
     let mut statuses = Vec::new();
@@ -225,10 +227,17 @@ pub fn pod(p: &Pod) -> Value {
     if statuses.is_empty() && p.restarts != 0 {
         statuses.push(container("container", p.restarts, json!({"running": {}})));
     }
+    // A recorded service account comes back as the spec that named it (a spec needs its
+    // containers, which the bundle never kept).
+    let spec = p
+        .service_account
+        .as_ref()
+        .map(|sa| json!({"serviceAccountName": sa, "containers": []}));
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"namespace": p.namespace, "name": p.name, "labels": map(&p.labels)},
+        "spec": spec,
         "status": {
             "phase": non_empty(&p.phase),
             "conditions": [{"type": "Ready", "status": if p.ready { "True" } else { "False" }}],
@@ -462,6 +471,58 @@ pub fn event(e: &Event, index: usize) -> Value {
     })
 }
 
+fn policy_rule(r: &PolicyRule) -> Value {
+    let strings = |v: &[String]| list(v, |x| json!(x));
+    json!({
+        "verbs": r.verbs,
+        "apiGroups": strings(&r.api_groups),
+        "resources": strings(&r.resources),
+        "resourceNames": strings(&r.resource_names),
+        "nonResourceURLs": strings(&r.non_resource_urls),
+    })
+}
+
+/// A ClusterRole or Role: rules, labels, and a ClusterRole's aggregation selectors.
+pub fn rbac_role(r: &RbacRole) -> Value {
+    let kind = if r.namespace.is_some() {
+        "Role"
+    } else {
+        "ClusterRole"
+    };
+    let aggregation = (!r.aggregation_selectors.is_empty()).then(|| {
+        json!({"clusterRoleSelectors": r.aggregation_selectors.iter().map(|s| {
+            let v = label_selector(s);
+            if v.is_null() { json!({}) } else { v }
+        }).collect::<Vec<_>>()})
+    });
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"namespace": r.namespace, "name": r.name, "labels": map(&r.labels)},
+        "rules": list(&r.rules, policy_rule),
+        "aggregationRule": aggregation,
+    })
+}
+
+/// A ClusterRoleBinding or RoleBinding.
+pub fn rbac_binding(b: &RbacBinding) -> Value {
+    let kind = if b.namespace.is_some() {
+        "RoleBinding"
+    } else {
+        "ClusterRoleBinding"
+    };
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"namespace": b.namespace, "name": b.name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": b.role_ref.kind, "name": b.role_ref.name},
+        "subjects": list(&b.subjects, |s| {
+            let api_group = if s.kind == "ServiceAccount" { "" } else { "rbac.authorization.k8s.io" };
+            json!({"kind": s.kind, "name": s.name, "namespace": s.namespace, "apiGroup": non_empty(api_group)})
+        }),
+    })
+}
+
 /// Every object of a bundle, as the API server would serve it.
 pub fn objects(bundle: &EvidenceBundle) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
@@ -474,6 +535,10 @@ pub fn objects(bundle: &EvidenceBundle) -> Vec<Value> {
     out.extend(bundle.crds.iter().map(|c| crd(bundle, c)));
     out.extend(bundle.flow_schemas.iter().map(flow_schema));
     out.extend(bundle.priority_levels.iter().map(priority_level));
+    out.extend(bundle.cluster_roles.iter().map(rbac_role));
+    out.extend(bundle.cluster_role_bindings.iter().map(rbac_binding));
+    out.extend(bundle.roles.iter().map(rbac_role));
+    out.extend(bundle.role_bindings.iter().map(rbac_binding));
     out.extend(bundle.events.iter().enumerate().map(|(i, e)| event(e, i)));
     for o in &mut out {
         drop_nulls(o);

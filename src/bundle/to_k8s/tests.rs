@@ -1,7 +1,7 @@
 //! The round trip `from_k8s(to_k8s(x)) == x` on a bundle with one of every object, every field set.
 
 use super::*;
-use crate::bundle::{CollectionSource, from_k8s};
+use crate::bundle::{CollectionSource, from_k8s, rbac};
 
 /// What a collection makes of the objects: the `from_k8s` mapping of each, by kind.
 fn read_back(objects: &[Value]) -> EvidenceBundle {
@@ -34,6 +34,12 @@ fn read_back(objects: &[Value]) -> EvidenceBundle {
             "FlowSchema" => from_k8s::add_flow_schema(&mut b, &o),
             "PriorityLevelConfiguration" => from_k8s::add_priority_level(&mut b, &o),
             "Event" => from_k8s::add_event(&mut b, &serde_json::from_value(o).unwrap()),
+            "ClusterRole" => rbac::add_cluster_role(&mut b, &serde_json::from_value(o).unwrap()),
+            "Role" => rbac::add_role(&mut b, &serde_json::from_value(o).unwrap()),
+            "ClusterRoleBinding" => {
+                rbac::add_cluster_role_binding(&mut b, &serde_json::from_value(o).unwrap())
+            }
+            "RoleBinding" => rbac::add_role_binding(&mut b, &serde_json::from_value(o).unwrap()),
             other => panic!("unexpected kind {other}"),
         }
     }
@@ -71,7 +77,7 @@ endpoint_slices:
  endpoints: [{addresses: [10.244.0.5], ready: true, serving: true, terminating: false, target_ref: {kind: Pod, namespace: wardle, name: api-0}}, {addresses: [10.244.0.6]}],
  ports: [{name: https, port: 8443}]}
 pods:
-  - {namespace: wardle, name: api-0, labels: {app: wardle}, phase: Running, ready: true, restarts: 0}
+  - {namespace: wardle, name: api-0, labels: {app: wardle}, phase: Running, ready: true, restarts: 0, service_account: wardle-apiserver}
   - {namespace: wardle, name: api-1, phase: Running, ready: false, restarts: 7, container_problems: ["server: CrashLoopBackOff", "sidecar: Error"]}
   - {namespace: wardle, name: api-2, phase: Running, ready: true, restarts: 2}
 webhooks:
@@ -100,6 +106,20 @@ priority_levels:
   - {name: workload-low, api_version: flowcontrol.apiserver.k8s.io/v1beta2, uid: 5678-ef, type: Limited, concurrency_shares: 100, limit_response: Queue, queues: 128, hand_size: 6, queue_length_limit: 50}
   - {name: tiny, api_version: flowcontrol.apiserver.k8s.io/v1, uid: "", type: Limited, concurrency_shares: 1, lendable_percent: 0, limit_response: Reject}
   - {name: exempt, api_version: flowcontrol.apiserver.k8s.io/v1, uid: ex, type: Exempt}
+cluster_roles:
+  - {name: "system:auth-delegator", labels: {kubernetes.io/bootstrapping: rbac-defaults},
+ rules: [{verbs: [create], api_groups: [authentication.k8s.io], resources: [tokenreviews]}, {verbs: [create], api_groups: [authorization.k8s.io], resources: [subjectaccessreviews]}]}
+  - {name: aggregated, aggregation_selectors: [{match_labels: {agg: "true"}}, {}],
+ rules: [{verbs: [get], non_resource_urls: ["/healthz", "/apis/*"]}, {verbs: ["*"], api_groups: ["*"], resources: ["*"], resource_names: [one]}]}
+cluster_role_bindings:
+  - {name: "wardle:system:auth-delegator", role_ref: {kind: ClusterRole, name: "system:auth-delegator"},
+ subjects: [{kind: ServiceAccount, name: wardle-apiserver, namespace: wardle}, {kind: User, name: alice}, {kind: Group, name: "system:masters"}]}
+roles:
+  - {namespace: kube-system, name: extension-apiserver-authentication-reader,
+ rules: [{verbs: [get, list, watch], api_groups: [""], resources: [configmaps], resource_names: [extension-apiserver-authentication]}]}
+role_bindings:
+  - {namespace: kube-system, name: wardle-auth-reader, role_ref: {kind: Role, name: extension-apiserver-authentication-reader},
+ subjects: [{kind: ServiceAccount, name: wardle-apiserver, namespace: wardle}, {kind: ServiceAccount, name: local}]}
 events:
   - {involved: {kind: Pod, name: api-1, namespace: wardle}, type: Warning, reason: BackOff, message: Back-off restarting failed container, count: 12, last_seen: "2026-11-29T08:59:00Z"}
   - {involved: {kind: APIService, name: v1alpha1.wardle.example.com}, type: Normal, reason: Updated, message: status changed, count: 1}
@@ -129,6 +149,10 @@ fn objects_read_back_as_the_bundle_they_came_from() {
     assert_eq!(back.flow_schemas, b.flow_schemas);
     assert_eq!(back.priority_levels, b.priority_levels);
     assert_eq!(back.events, b.events);
+    assert_eq!(back.cluster_roles, b.cluster_roles);
+    assert_eq!(back.cluster_role_bindings, b.cluster_role_bindings);
+    assert_eq!(back.roles, b.roles);
+    assert_eq!(back.role_bindings, b.role_bindings);
     assert_eq!(back.certificates, b.certificates);
     assert!(back.gaps.is_empty(), "{:?}", back.gaps);
 }

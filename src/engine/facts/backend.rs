@@ -193,12 +193,14 @@ fn slice_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -
     c
 }
 
-/// `endpoints` and `pods` for a Service reference.
-pub fn endpoints_and_pods(
-    base: &FactBase<'_>,
-    r: Option<&ServiceRef>,
-    default_port: i32,
-) -> (Value, Value) {
+/// What the endpoints of a Service reference say: the `endpoints` fact, and the Pods behind the
+/// Service (endpoint target references, or the Service selector).
+struct Behind<'b> {
+    endpoints: Value,
+    pods: Vec<&'b crate::bundle::Pod>,
+}
+
+fn behind<'b>(base: &FactBase<'b>, r: Option<&ServiceRef>, default_port: i32) -> Behind<'b> {
     let (svc, port) = service_and_port(base, r, default_port);
     let port_name = svc
         .and_then(|s| s.ports.iter().find(|p| p.port == port))
@@ -244,10 +246,29 @@ pub fn endpoints_and_pods(
     }
     refs.sort();
     refs.dedup();
-    let pods: Vec<_> = refs
+    let pods = refs
         .iter()
         .filter_map(|(ns, n)| base.index.pods.get(&(ns.as_str(), n.as_str())).copied())
         .collect();
+    Behind { endpoints, pods }
+}
+
+/// The Pods behind a Service reference (endpoint target references, or the Service selector).
+pub fn pods_behind<'b>(
+    base: &FactBase<'b>,
+    r: Option<&ServiceRef>,
+    default_port: i32,
+) -> Vec<&'b crate::bundle::Pod> {
+    behind(base, r, default_port).pods
+}
+
+/// `endpoints` and `pods` for a Service reference.
+pub fn endpoints_and_pods(
+    base: &FactBase<'_>,
+    r: Option<&ServiceRef>,
+    default_port: i32,
+) -> (Value, Value) {
+    let Behind { endpoints, pods } = behind(base, r, default_port);
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
     let problems: Vec<String> = pods
         .iter()
@@ -270,6 +291,10 @@ pub fn endpoints_and_pods(
                     .b("ready", p.ready)
                     .i("restarts", p.restarts.into())
                     .v("problems", strings(p.container_problems.clone()))
+                    .s(
+                        "service_account",
+                        p.service_account.clone().unwrap_or_default(),
+                    )
                     .build()
             })),
         )

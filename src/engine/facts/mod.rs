@@ -11,12 +11,14 @@
 //! fact model ([`sample`]) cannot fail at run time on a missing key.
 //!
 //! Sub-modules: [`objects`] (APIServices, webhooks, CRDs), [`backend`] (the Service, endpoints,
-//! pods and certificates they point at), [`requests`]
+//! pods and certificates they point at), [`delegation`] (what the identity of an extension server
+//! may do, from RBAC), [`requests`]
 //! (observed requests, log findings), [`cluster`] (cluster, apiserver, etcd, APF objects),
 //! [`value`] (CEL value building), [`sample`] (a fully populated bundle for load-time checks).
 
 pub mod backend;
 pub mod cluster;
+pub mod delegation;
 pub mod objects;
 pub mod requests;
 pub mod sample;
@@ -29,7 +31,7 @@ use cel::Value;
 use super::diagnosis::SubjectKind;
 use super::settings::Settings;
 use super::subjects::{SubjectEntry, SubjectSource, probe_target};
-use crate::bundle::{CollectionSource, EvidenceBundle, ObjectRef, ServiceRef, WebhookTarget};
+use crate::bundle::{CollectionSource, EvidenceBundle, ObjectRef, ServiceRef, WebhookTarget, rbac};
 use value::list;
 
 /// Version of the fact model and rule format; rules declare it as `schema:`.
@@ -47,6 +49,7 @@ pub fn variables_for(kind: SubjectKind) -> &'static [&'static str] {
             "endpoints",
             "pods",
             "tls",
+            "delegation",
             "observations",
             "logs",
         ],
@@ -103,6 +106,12 @@ pub struct FactBase<'b> {
     pub endpoints_known: bool,
     /// Pods were collected.
     pub pods_known: bool,
+    /// ClusterRoles and ClusterRoleBindings were collected (or supplied).
+    pub rbac_cluster_known: bool,
+    /// kube-system's Roles and RoleBindings were collected (or supplied).
+    pub rbac_kube_system_known: bool,
+    /// The RBAC objects, indexed for evaluation.
+    pub rbac: crate::engine::rbac::Rbac<'b>,
     /// One request fact per probe.
     pub request_facts: Vec<Value>,
     /// The object each probe concerns.
@@ -163,6 +172,12 @@ fn gap_for(bundle: &EvidenceBundle, prefix: &str) -> bool {
     bundle.gaps.iter().any(|g| g.source.starts_with(prefix))
 }
 
+/// Whether a kind of evidence is known: collected live without a gap, or supplied (an import
+/// that holds none of a kind says nothing about it).
+fn known(live: bool, supplied: bool, bundle: &EvidenceBundle, gap: &str) -> bool {
+    (live || supplied) && !gap_for(bundle, gap)
+}
+
 /// The moment the evidence describes: the bundle's collection time, else the latest metrics scrape,
 /// else the latest dated observation. Never the wall clock.
 pub fn judging_time(bundle: &EvidenceBundle) -> Option<jiff::Timestamp> {
@@ -212,6 +227,26 @@ impl<'b> FactBase<'b> {
                 || !bundle.endpoint_slices.is_empty())
                 && !gap_for(bundle, "objects/endpoint"),
             pods_known: (live || !bundle.pods.is_empty()) && !gap_for(bundle, "objects/pods"),
+            rbac_cluster_known: known(
+                live,
+                !bundle.cluster_roles.is_empty(),
+                bundle,
+                rbac::GAP_CLUSTER_ROLES,
+            ) && known(
+                live,
+                !bundle.cluster_role_bindings.is_empty(),
+                bundle,
+                rbac::GAP_CLUSTER_ROLE_BINDINGS,
+            ),
+            rbac_kube_system_known: known(live, !bundle.roles.is_empty(), bundle, rbac::GAP_ROLES)
+                && known(
+                    live,
+                    !bundle.role_bindings.is_empty(),
+                    bundle,
+                    rbac::GAP_ROLE_BINDINGS,
+                ),
+            // A live collection read every role: a binding to a missing one grants nothing.
+            rbac: crate::engine::rbac::Rbac::new(bundle, live),
             request_facts,
             probe_targets,
             log_facts: bundle.log_findings.iter().map(requests::log_fact).collect(),
@@ -362,6 +397,7 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
                 a.ca_bundle_present,
                 a.insecure_skip_tls_verify,
             ));
+            vars.push(("delegation", delegation::delegation_fact(base, Some(a))));
             vars.push(("observations", base.observations_of(&r)));
             let gv = format!("{}/{}", a.group, a.version);
             vars.push(("logs", base.logs_of(&r, &[a.name.clone(), gv])));

@@ -3,7 +3,9 @@
 //!
 //! A backend writes the lines its real counterpart writes when a scenario's fault hits it — the
 //! sample-apiserver's `Failed to make webhook authorizer request: …` when its SubjectAccessReviews
-//! are forbidden, `"Unable to authenticate the request"` when it does not trust the front proxy —
+//! are forbidden, `Unable to get configmap/extension-apiserver-authentication …` when it may not
+//! read its authentication configuration, `"Unable to authenticate the request"` when it does not
+//! trust the front proxy —
 //! and the reference server serves them as the `log` subresource of the Pods whose IP the scenario's
 //! `network` maps to that backend. A log is bounded: the oldest lines go first.
 
@@ -18,6 +20,8 @@ const MAX_LINES: usize = 2_000;
 pub enum Level {
     /// `I`.
     Info,
+    /// `W`.
+    Warning,
     /// `E`.
     Error,
 }
@@ -34,6 +38,7 @@ impl ContainerLog {
         let now = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC);
         let letter = match level {
             Level::Info => 'I',
+            Level::Warning => 'W',
             Level::Error => 'E',
         };
         // klog's header: severity, mmdd hh:mm:ss.uuuuuu, the thread id right-aligned in 7.

@@ -8,11 +8,14 @@
 //! off), and a certificate that does not verify is logged as the real server logs it. With
 //! `frontProxy: ignore` the headers are trusted whatever the certificate.
 //!
-//! Authorization is delegated: `authorize: masters` is sample-apiserver without
-//! `system:auth-delegator` — members of `system:masters` are allowed without asking, everyone else
-//! gets the 500 its failed SubjectAccessReview gives (`Internal Server Error: "<uri>":
-//! subjectaccessreviews.authorization.k8s.io is forbidden: …`) and the log lines it writes;
-//! `authorize: none` is a SubjectAccessReview that denies (403).
+//! Authorization: `authorize: delegated` is a generic apiserver's delegated authentication and
+//! authorization decided by the scenario's RBAC objects ([`super::delegated`]): masters are allowed
+//! without asking, everyone else by a SubjectAccessReview created as the backend's identity — the
+//! 500 a forbidden review gives (`Internal Server Error: "<uri>":
+//! subjectaccessreviews.authorization.k8s.io is forbidden: …`) with the log lines it writes, or
+//! the 403 of a review that says no — and an identity that may not read its authentication
+//! configuration makes it exit at start or, tolerating that, treat every request as anonymous.
+//! `authorize: all` allows everyone; `authorize: none` is a review that always denies (403).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -24,7 +27,7 @@ use http::{Request, Response};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
-use super::super::authn::forbidden_message;
+use super::super::authn::{UserInfo, forbidden_message};
 use super::super::certs::ServerPki;
 use super::super::request::RequestInfo;
 use super::super::scenario::{
@@ -33,13 +36,22 @@ use super::super::scenario::{
 use super::super::status::{ApiError, json_response};
 use super::super::tls::{PeerChain, client_identity};
 use super::container_log::{ContainerLog, Level};
+use super::delegated::{self, ApiserverHandle};
+
+/// Delegated authentication and authorization (`authorize: delegated`).
+pub struct Delegation {
+    /// The identity the backend calls kube-apiserver with.
+    pub identity: UserInfo,
+    /// It could not read its authentication configuration and treats every request as anonymous.
+    pub anonymous: bool,
+    /// The running server whose authorizer answers its SubjectAccessReviews.
+    pub apiserver: ApiserverHandle,
+}
 
 /// The backend.
 pub struct Extension {
     spec: ExtensionSpec,
-    /// The identity it calls kube-apiserver with (`<backend>-apiserver`, as the sample-apiserver's
-    /// kubeconfig user is named).
-    identity: String,
+    delegation: Option<Delegation>,
     log: Arc<ContainerLog>,
     behaviour: Behaviour,
     trusted_ca: rustls_pki_types::CertificateDer<'static>,
@@ -57,6 +69,7 @@ impl Extension {
         pki: Arc<ServerPki>,
         log: Arc<ContainerLog>,
         port: u16,
+        delegation: Option<Delegation>,
     ) -> anyhow::Result<Self> {
         let ext = spec
             .extension
@@ -78,7 +91,7 @@ impl Extension {
             &format!("Serving securely on [::]:{port}"),
         );
         Ok(Extension {
-            identity: format!("{}-apiserver", spec.name),
+            delegation,
             log,
             group: group.into(),
             version: version.into(),
@@ -89,6 +102,13 @@ impl Extension {
     }
 
     fn user(&self, req: &Request<Incoming>, peer: &PeerChain) -> Option<(String, Vec<String>)> {
+        if self.delegation.as_ref().is_some_and(|d| d.anonymous) {
+            // Without its authentication configuration it trusts no front proxy: anonymous.
+            return Some((
+                "system:anonymous".into(),
+                vec!["system:unauthenticated".into()],
+            ));
+        }
         let trusted = match self.behaviour.front_proxy {
             FrontProxy::Ignore => true,
             FrontProxy::Verify => match peer.as_ref() {
@@ -227,21 +247,23 @@ impl Extension {
         let Some((user, groups)) = self.user(&req, &peer) else {
             return ApiError::unauthorized().into_response();
         };
-        let master = groups.iter().any(|g| g == "system:masters");
-        if self.behaviour.authorize == Authorize::Masters && !master {
-            let denied = format!(
-                "subjectaccessreviews.authorization.k8s.io is forbidden: User \"{}\" cannot create resource \"subjectaccessreviews\" in API group \"authorization.k8s.io\" at the cluster scope",
-                self.identity
-            );
-            self.log.write(
-                Level::Error,
-                "webhook.go:224",
-                &format!("Failed to make webhook authorizer request: {denied}"),
-            );
-            self.log.write(Level::Error, "errors.go:77", &denied);
-            // responsewriters.InternalError: http.Error with the request URI quoted.
-            return ApiError::plain(500, format!("Internal Server Error: {path:?}: {denied}"))
-                .into_response();
+        if let Some(d) = &self.delegation {
+            let requester = UserInfo {
+                name: user.clone(),
+                groups: groups.clone(),
+            };
+            match delegated::authorize(&d.apiserver, &d.identity, &self.log, &requester, &info) {
+                delegated::Decision::Allow => {}
+                delegated::Decision::Deny(message) => {
+                    return ApiError::forbidden(message, &info.name, &info.group, &info.resource)
+                        .into_response();
+                }
+                delegated::Decision::Error(e) => {
+                    // responsewriters.InternalError: http.Error with the request URI quoted.
+                    return ApiError::plain(500, format!("Internal Server Error: {path:?}: {e}"))
+                        .into_response();
+                }
+            }
         }
         if self.behaviour.authorize == Authorize::None {
             return ApiError::forbidden(

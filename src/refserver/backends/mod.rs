@@ -7,6 +7,7 @@
 //! ([`Backends::replace_certificate`]), so a test can break TLS while the server runs.
 
 pub mod container_log;
+pub mod delegated;
 pub mod extension;
 pub mod webhook;
 
@@ -19,7 +20,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::certs::ServerPki;
-use super::scenario::{BackendKind, BackendSpec, CertSpec, Scenario};
+use super::scenario::{Authorize, BackendKind, BackendSpec, CertSpec, Scenario};
 use super::tls::{self, SharedConfig};
 use container_log::ContainerLog;
 
@@ -66,14 +67,22 @@ impl Backends {
         scenario: &Scenario,
         pki: &Arc<ServerPki>,
         shutdown: &watch::Receiver<bool>,
+        apiserver: &delegated::ApiserverHandle,
     ) -> anyhow::Result<Self> {
         let mut running = BTreeMap::new();
         let mut logs = BTreeMap::new();
         for spec in &scenario.backends {
             let log = Arc::new(ContainerLog::default());
-            let r = spawn_one(spec, pki, shutdown.clone(), log.clone())
-                .await
-                .with_context(|| format!("backend {}", spec.name))?;
+            let r = spawn_one(
+                spec,
+                scenario,
+                pki,
+                shutdown.clone(),
+                log.clone(),
+                apiserver,
+            )
+            .await
+            .with_context(|| format!("backend {}", spec.name))?;
             running.insert(spec.name.clone(), r);
             logs.insert(spec.name.clone(), log);
         }
@@ -128,11 +137,25 @@ impl Backends {
 
 async fn spawn_one(
     spec: &BackendSpec,
+    scenario: &Scenario,
     pki: &Arc<ServerPki>,
     shutdown: watch::Receiver<bool>,
     log: Arc<ContainerLog>,
+    apiserver: &delegated::ApiserverHandle,
 ) -> anyhow::Result<Running> {
-    if spec.behaviour.down {
+    let mut delegation = None;
+    if spec.kind == BackendKind::Extension && spec.behaviour.authorize == Authorize::Delegated {
+        let identity = delegated::identity_of(spec, scenario);
+        let startup = delegated::start(
+            &identity,
+            spec.behaviour.authentication_tolerate_lookup_failure,
+            scenario,
+            &log,
+        );
+        delegation = Some((identity, startup));
+    }
+    let exited = matches!(delegation, Some((_, delegated::Startup::Exited)));
+    if spec.behaviour.down || exited {
         let (port, socket) = closed_port()?;
         return Ok(Running {
             port,
@@ -149,7 +172,18 @@ async fn spawn_one(
     let port = listener.local_addr()?.port();
     let task = match spec.kind {
         BackendKind::Extension => {
-            let backend = Arc::new(extension::Extension::new(spec, pki.clone(), log, port)?);
+            let delegation = delegation.map(|(identity, startup)| extension::Delegation {
+                identity,
+                anonymous: startup == delegated::Startup::Anonymous,
+                apiserver: apiserver.clone(),
+            });
+            let backend = Arc::new(extension::Extension::new(
+                spec,
+                pki.clone(),
+                log,
+                port,
+                delegation,
+            )?);
             tokio::spawn(tls::serve(
                 listener,
                 config.clone(),

@@ -3,8 +3,8 @@
 //!
 //! * A kind the recording says nothing about is answered 403 (see the parent module): reads of
 //!   APIServices, webhook configurations, CRDs, flowcontrol, Services, Endpoints and
-//!   EndpointSlices, Pods and Events, when the recording has a gap for them, or when it was not
-//!   collected live and holds none of them.
+//!   EndpointSlices, Pods, Events and RBAC roles and bindings, when the recording has a gap for
+//!   them, or when it was not collected live and holds none of them.
 //! * FlowSchemas and PriorityLevelConfigurations were read in whichever flowcontrol version the
 //!   recorded server served (v1beta2 on 1.24). The group is served in exactly the recorded
 //!   version(s), so a collection reads them in it again; lists and gets of those versions come from
@@ -21,7 +21,7 @@ use http::Response;
 use serde_json::{Value, json};
 
 use super::{Recorded, not_recorded};
-use crate::bundle::WebhookKind;
+use crate::bundle::{WebhookKind, rbac};
 use crate::refserver::api::discovery as live;
 use crate::refserver::registry::{self, BUILTIN_GROUP_VERSIONS};
 use crate::refserver::request::RequestInfo;
@@ -85,6 +85,22 @@ fn source_of(r: &Recorded, info: &RequestInfo) -> Option<Source> {
         ),
         ("", "pods") => s("objects/pods", "Pods", b.pods.is_empty()),
         ("", "events") => s("objects/events", "Events", b.events.is_empty()),
+        ("rbac.authorization.k8s.io", "clusterroles") => s(
+            rbac::GAP_CLUSTER_ROLES,
+            "ClusterRoles",
+            b.cluster_roles.is_empty(),
+        ),
+        ("rbac.authorization.k8s.io", "clusterrolebindings") => s(
+            rbac::GAP_CLUSTER_ROLE_BINDINGS,
+            "ClusterRoleBindings",
+            b.cluster_role_bindings.is_empty(),
+        ),
+        ("rbac.authorization.k8s.io", "roles") => s(rbac::GAP_ROLES, "Roles", b.roles.is_empty()),
+        ("rbac.authorization.k8s.io", "rolebindings") => s(
+            rbac::GAP_ROLE_BINDINGS,
+            "RoleBindings",
+            b.role_bindings.is_empty(),
+        ),
         _ => None,
     }
 }

@@ -256,16 +256,17 @@ pub fn not_recorded(what: &str, group: &str, resource: &str) -> Response<Body> {
     .into_response()
 }
 
-/// The answer of a replayed recording to a request, or `None` when the reference server's own
-/// handlers answer it (objects from the store, `/api`, …). Called after authentication, before
-/// APF and authorization: a recorded answer is given exactly as recorded.
+/// The answer of a replayed recording to a request by `user` (after impersonation), or `None` when
+/// the reference server's own handlers answer it (objects from the store, `/api`, …). Called after
+/// authentication, before APF and authorization: a recorded answer is given exactly as recorded.
 pub async fn answer(
     state: &State,
     info: &RequestInfo,
     path_and_query: &str,
+    user: &str,
 ) -> Option<Response<Body>> {
     let r = state.recorded.get()?;
-    if let Some(resp) = outcomes::answer(r, info, path_and_query).await {
+    if let Some(resp) = outcomes::answer(r, info, path_and_query, user).await {
         return Some(resp);
     }
     if let Some(resp) = endpoints::answer(r, info) {

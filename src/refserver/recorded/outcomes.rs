@@ -3,7 +3,8 @@
 //! from the recorded state alone.
 //!
 //! Recorded outcomes, in order of preference: extpath's own probe of the exact path and query (the
-//! discovery and list probes `bundle::carried::split` serves), then — for aggregated paths only — what
+//! discovery, list and delegation probes `bundle::carried::split` serves; a delegation probe only
+//! to the user it was sent as), then — for aggregated paths only — what
 //! a person's client recorded for the same method and path (with the same query first; curl's
 //! record before a kubectl trace's before kubectl's own error line: closest to the wire). An outcome
 //! is given back as it was seen: status, the headers that matter (`Retry-After`, the APF UIDs,
@@ -254,11 +255,23 @@ pub async fn answer(
     r: &Recorded,
     info: &RequestInfo,
     path_and_query: &str,
+    user: &str,
 ) -> Option<Response<Body>> {
     let served = r.split.probes.iter().map(|&i| &r.bundle.probes[i]);
+    let same_request =
+        |p: &&Probe| same_method(p, &info.method) && p.path.as_deref() == Some(path_and_query);
+    // A probe sent as a user of its own (the delegation probe) is that user's outcome; the
+    // scanner's own probes (no user recorded) answer everyone else.
     if let Some(p) = served
         .clone()
-        .find(|p| same_method(p, &info.method) && p.path.as_deref() == Some(path_and_query))
+        .filter(same_request)
+        .find(|p| p.user.as_deref() == Some(user))
+        .or_else(|| {
+            served
+                .clone()
+                .filter(same_request)
+                .find(|p| p.user.is_none())
+        })
     {
         return Some(give_back(r, p, info).await);
     }

@@ -301,16 +301,20 @@ pub enum FrontProxy {
     Ignore,
 }
 
-/// The extension's delegated authorization.
+/// The extension's authorization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Authorize {
-    /// Everyone.
+    /// Everyone (no delegation at all).
     #[default]
     All,
-    /// Only `system:masters` (a broken SubjectAccessReview path: the delegating authorizer still
-    /// allows masters without asking; everyone else gets the 500 a failed review gives).
-    Masters,
+    /// A generic apiserver's delegated authentication and authorization, decided by the scenario's
+    /// RBAC objects for the backend's identity (the service account of the Pod the `network` maps
+    /// to it): at start it reads `kube-system/extension-apiserver-authentication` (exiting when it
+    /// may not, unless `authenticationTolerateLookupFailure`, which makes every request anonymous);
+    /// it allows `system:masters` without a review and asks a SubjectAccessReview for everyone else
+    /// — a 500 when its identity may not create one.
+    Delegated,
     /// Nobody (403).
     None,
 }
@@ -353,9 +357,13 @@ pub struct Behaviour {
     /// The front-proxy CA the backend trusts: a CA in `cas` (default: the server's real one).
     #[serde(default)]
     pub trusted_front_proxy_ca: Option<String>,
-    /// Delegated authorization.
+    /// Authorization (and, when `delegated`, delegated authentication).
     #[serde(default)]
     pub authorize: Authorize,
+    /// With `authorize: delegated`: keep running when the authentication ConfigMap cannot be read
+    /// (`--authentication-tolerate-lookup-failure`), treating every request as anonymous.
+    #[serde(default)]
+    pub authentication_tolerate_lookup_failure: bool,
     /// Webhook answer.
     #[serde(default)]
     pub answer: WebhookAnswer,

@@ -53,31 +53,6 @@ pub(crate) fn ca_refs(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-const BUILTIN_KINDS: &[(&str, &str)] = &[
-    ("v1", "ConfigMap"),
-    ("v1", "Endpoints"),
-    ("v1", "Event"),
-    ("v1", "Namespace"),
-    ("v1", "Pod"),
-    ("v1", "Service"),
-    (
-        "admissionregistration.k8s.io/v1",
-        "MutatingWebhookConfiguration",
-    ),
-    (
-        "admissionregistration.k8s.io/v1",
-        "ValidatingWebhookConfiguration",
-    ),
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-    ("apiregistration.k8s.io/v1", "APIService"),
-    ("discovery.k8s.io/v1", "EndpointSlice"),
-    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"),
-    (
-        "flowcontrol.apiserver.k8s.io/v1",
-        "PriorityLevelConfiguration",
-    ),
-];
-
 pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), ScenarioError> {
     let err = |needle: &str, message: String| ScenarioError {
         path: path.into(),
@@ -196,6 +171,10 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
                 .map(|d| (d.api_version(), d.kind))
         })
         .collect();
+    let builtin_kinds: Vec<(String, String)> = registry::builtins()
+        .into_iter()
+        .map(|d| (d.api_version(), d.kind))
+        .collect();
     for (i, o) in s.objects.iter().enumerate() {
         let api_version = o["apiVersion"].as_str().unwrap_or_default();
         let kind = o["kind"].as_str().unwrap_or_default();
@@ -214,9 +193,9 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
                 format!("objects[{i}]: needs apiVersion, kind and metadata.name"),
             ));
         }
-        let known = BUILTIN_KINDS
+        let known = builtin_kinds
             .iter()
-            .any(|(a, k)| *a == api_version && *k == kind)
+            .any(|(a, k)| a == api_version && k == kind)
             || crd_kinds.iter().any(|(a, k)| a == api_version && k == kind);
         if !known {
             return Err(err(

@@ -279,6 +279,16 @@ impl Extension {
                 p if p == format!("/apis/{}/{}", self.group, self.version) => {
                     json_response(200, &self.discovery())
                 }
+                "/healthz" | "/readyz" | "/livez" if self.behaviour.storage_hang_ms.is_some() => {
+                    // A generic API server's verbose listing with its storage check failing.
+                    let endpoint = info.path.trim_matches('/');
+                    super::super::status::text_response(
+                        500,
+                        format!(
+                            "[+]ping ok\n[+]log ok\n[-]etcd failed: reason withheld\n[+]poststarthook/generic-apiserver-start-informers ok\n[+]shutdown ok\n{endpoint} check failed\n"
+                        ),
+                    )
+                }
                 "/healthz" | "/readyz" | "/livez" => {
                     super::super::status::text_response(200, "ok".into())
                 }
@@ -290,6 +300,18 @@ impl Extension {
             || !self.spec.resources.iter().any(|r| r.name == info.resource)
         {
             return ApiError::path_not_found().into_response();
+        }
+        if let Some(ms) = self.behaviour.storage_hang_ms {
+            // Its own etcd does not answer: the handler waits out its deadline, and the finisher
+            // answers the Timeout Status (apiserver pkg/endpoints/handlers/finisher).
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            return ApiError::Status {
+                code: 504,
+                reason: "Timeout",
+                message: "Timeout: request did not complete within requested timeout - context deadline exceeded".into(),
+                details: Some(json!({})),
+            }
+            .into_response();
         }
         match info.verb.as_str() {
             "list" => {

@@ -342,6 +342,11 @@ pub struct Behaviour {
     /// Every response is delayed this long, ms.
     #[serde(default)]
     pub slow_ms: u64,
+    /// An extension server whose own storage hangs: its resource requests wait this long, ms,
+    /// then answer 504 `Timeout: request did not complete within requested timeout`, and its
+    /// `/readyz` says `[-]etcd failed`; discovery still answers at once.
+    #[serde(default)]
+    pub storage_hang_ms: Option<u64>,
     /// Answer every request with this status (a Status body).
     #[serde(default)]
     pub status: Option<u16>,

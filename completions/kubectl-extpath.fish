@@ -91,6 +91,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-list-probe -d 'Do not list one resource of each aggregated group/version after its discovery answers (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-delegation-probe -d 'Do not send each aggregated group/version\'s discovery request again as an ordinary authenticated user (`extpath:delegation-probe`, group `system:authenticated`), which finds an extension server whose delegated authorization fails for everyone outside system:masters before a user does. It needs `impersonate` on users and groups (not in deploy/rbac.yaml: without it the probe is a gap); it is not sent when --as is given'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l wide -d 'Show each verdict\'s rung, confidence, evidence and consequences as table columns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l show-healthy -d 'List every healthy subject in the table instead of one line that counts them'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l demo -d 'Scan the embedded demo instead of a cluster: the bundled reference server running fixtures/scenarios/demo.yaml (two broken aggregated APIs, a webhook timing out, a healthy webhook) with its clients. Needs no cluster and no kubeconfig'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -l raw -d 'Build the bundle from raw files and directories instead: kubectl output, /metrics dumps, certificates, curl output, logs (kinds are told from content, see docs/raw-import.md)' -r -F
@@ -116,6 +117,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze"
 critical\t'Critical verdicts only'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l wide -d 'Show each verdict\'s rung, confidence, evidence and consequences as table columns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l show-healthy -d 'List every healthy subject in the table instead of one line that counts them'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand explain" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand explain" -s h -l help -d 'Print help'

@@ -299,7 +299,7 @@ fn filters_choose_rules_and_verdicts() {
 fn the_json_contract_keeps_null_fields_and_names() {
     let (_, out, _) = run(&["analyze", "fixtures/bundles/agg-wiring.yaml", "-o", "json"]);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(doc["apiVersion"], "extpath.dev/v1alpha1");
+    assert_eq!(doc["apiVersion"], "extpath.dev/v1alpha2");
     assert_eq!(doc["kind"], "Diagnosis");
     let v = &doc["verdicts"][0];
     for key in ["namespace", "parent"] {

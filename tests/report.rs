@@ -19,6 +19,7 @@ fn plain() -> RenderOptions {
         color: false,
         width: Some(100),
         wide: false,
+        show_healthy: false,
     }
 }
 
@@ -63,7 +64,7 @@ fn json_output_parses_back_into_the_same_diagnosis() {
         assert_eq!(back, d, "{name}");
         // The contract's top-level shape, as consumers address it.
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["apiVersion"], "extpath.dev/v1alpha1");
+        assert_eq!(v["apiVersion"], "extpath.dev/v1alpha2");
         assert_eq!(v["kind"], "Diagnosis");
         assert!(v["verdicts"][0]["subject"]["kind"].is_string(), "{name}");
     }
@@ -182,8 +183,23 @@ fn junit_survives_hostile_text_from_evidence() {
 fn table_is_worst_first_and_fits_the_width_except_commands_and_long_words() {
     for (name, d) in cases::all() {
         let text = rendered(&d, Format::Table, &plain());
-        let order = display_order(&d);
-        // The overview rows appear in display order.
+        let arranged = extpath::report::arrange(&d);
+        // The overview rows: each problem's root and what it explains, then the findings of no
+        // problem; healthy subjects are one counting line unless there is only one.
+        let mut order: Vec<&extpath::engine::Verdict> = Vec::new();
+        for p in &arranged.problems {
+            order.push(p.root);
+            order.extend(p.members.iter().copied());
+        }
+        order.extend(arranged.others.iter().copied());
+        if arranged.healthy.len() == 1 {
+            order.extend(arranged.healthy.iter().copied());
+        } else if !arranged.healthy.is_empty() {
+            assert!(
+                text.contains("subjects healthy:"),
+                "{name}: healthy counted"
+            );
+        }
         let mut last = 0;
         for v in &order {
             let subject = format!("{}/{}", v.subject.kind, v.subject.name);
@@ -244,16 +260,36 @@ fn table_colours_only_when_asked() {
 fn markdown_has_a_section_per_finding_and_runnable_next_steps() {
     for (name, d) in cases::all() {
         let md = rendered(&d, Format::Markdown, &plain());
-        for v in d.verdicts.iter().filter(|v| v.class != Class::Healthy) {
+        let arranged = extpath::report::arrange(&d);
+        let sections: Vec<&extpath::engine::Verdict> = arranged
+            .problems
+            .iter()
+            .map(|p| p.root)
+            .chain(arranged.others.iter().copied())
+            .collect();
+        for v in &sections {
             let heading = format!(
                 "## {} · {} · `{}/{}",
                 v.severity, v.class, v.subject.kind, v.subject.name
             );
             assert!(md.contains(&heading), "{name}: heading {heading:?}");
+        }
+        // Every command of every finding is runnable on its own line — those of the verdicts a
+        // problem explains in its root's section.
+        for v in d.verdicts.iter().filter(|v| v.class != Class::Healthy) {
             for cmd in &v.next {
                 assert!(
                     md.contains(&format!("\n{cmd}\n")),
                     "{name}: {cmd:?} on its own line"
+                );
+            }
+        }
+        for p in &arranged.problems {
+            for m in &p.members {
+                assert!(
+                    md.contains(&format!("- `{}/{}", m.subject.kind, m.subject.name)),
+                    "{name}: {} listed under what explains it",
+                    m.subject
                 );
             }
         }
@@ -265,9 +301,15 @@ fn markdown_has_a_section_per_finding_and_runnable_next_steps() {
         }
         assert_eq!(
             md.matches("```sh").count(),
-            d.verdicts
+            sections
                 .iter()
-                .filter(|v| v.class != Class::Healthy && !v.next.is_empty())
+                .filter(|v| {
+                    !v.next.is_empty()
+                        || arranged.problems.iter().any(|p| {
+                            std::ptr::eq(p.root, **v)
+                                && p.members.iter().any(|m| !m.next.is_empty())
+                        })
+                })
                 .count()
         );
     }

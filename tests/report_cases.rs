@@ -115,6 +115,7 @@ fn diagnosis(verdicts: Vec<Verdict>, gaps: Vec<Gap>, headline: &str) -> Diagnosi
         api_version: DIAGNOSIS_API_VERSION.to_string(),
         kind: DIAGNOSIS_KIND.to_string(),
         collected_at: Some(collected_at()),
+        problems: extpath::engine::problems::group(&verdicts),
         verdicts,
         gaps,
         waiver_notices: Vec::new(),
@@ -123,9 +124,12 @@ fn diagnosis(verdicts: Vec<Verdict>, gaps: Vec<Gap>, headline: &str) -> Diagnosi
             by_class,
             by_severity,
             worst: Severity::Info,
+            problems: 0,
+            waived: 0,
             headline: headline.to_string(),
         },
     };
+    d.summary.problems = extpath::engine::problems::open(&d.problems).count();
     d.summary.subjects = d.verdicts.len();
     d.summary.worst = worst_unwaived(&d);
     d

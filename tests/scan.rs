@@ -57,6 +57,28 @@ fn the_demo_is_diagnosed_and_gates() {
             "misattribution: {v}"
         );
     }
+    // Two problems, each an APIService with the request that failed through it folded under it.
+    assert_eq!(d["apiVersion"], "extpath.dev/v1alpha2");
+    let problems = d["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 2, "{problems:#?}");
+    for p in problems {
+        assert_eq!(p["class"], "Aggregation");
+        assert_eq!(p["root"]["kind"], "APIService");
+        let members = p["members"].as_array().unwrap();
+        assert!(
+            members.iter().any(|m| m["kind"] == "Request"),
+            "the request echo is folded under its APIService: {p}"
+        );
+    }
+    assert_eq!(d["summary"]["problems"], 2);
+    assert!(
+        d["summary"]["headline"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 problems: Aggregation ×2 ("),
+        "{}",
+        d["summary"]["headline"]
+    );
 }
 
 #[test]

@@ -62,6 +62,9 @@ pub struct AnalyzeFlags {
     /// Show each verdict's rung, confidence, evidence and consequences as table columns.
     #[arg(long)]
     pub wide: bool,
+    /// List every healthy subject in the table instead of one line that counts them.
+    #[arg(long = "show-healthy")]
+    pub show_healthy: bool,
     /// Only report verdicts of this class (repeatable).
     #[arg(long = "class", value_name = "CLASS", value_parser = parse_class)]
     pub classes: Vec<Class>,
@@ -166,7 +169,10 @@ impl Prepared {
 /// # Errors
 /// Write errors.
 pub fn report(d: &Diagnosis, flags: &AnalyzeFlags) -> anyhow::Result<u8> {
-    let opts = RenderOptions::for_stdout(flags.color, flags.wide);
+    let opts = RenderOptions {
+        show_healthy: flags.show_healthy,
+        ..RenderOptions::for_stdout(flags.color, flags.wide)
+    };
     let mut out = std::io::stdout().lock();
     render(d, flags.output, &opts, &mut out)?;
     out.flush()?;

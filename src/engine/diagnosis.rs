@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 use crate::bundle::{Gap, Rung};
 
 /// `apiVersion` of a Diagnosis document.
-pub const DIAGNOSIS_API_VERSION: &str = "extpath.dev/v1alpha1";
+pub const DIAGNOSIS_API_VERSION: &str = "extpath.dev/v1alpha2";
+
+/// `apiVersion` of a waivers file (unchanged when the Diagnosis gained `problems`).
+pub const WAIVERS_API_VERSION: &str = "extpath.dev/v1alpha1";
 /// `kind` of a Diagnosis document.
 pub const DIAGNOSIS_KIND: &str = "Diagnosis";
 
@@ -339,6 +342,12 @@ pub struct Summary {
     pub by_severity: BTreeMap<String, usize>,
     /// The highest severity of any non-waived verdict (`Inconclusive` counts as warning).
     pub worst: Severity,
+    /// Problems that are not waived.
+    #[serde(default)]
+    pub problems: usize,
+    /// Verdicts that are waived (counted in `by_class` and `by_severity` too).
+    #[serde(default)]
+    pub waived: usize,
     /// One line for humans: the most important verdict, or "no findings".
     pub headline: String,
 }
@@ -362,13 +371,17 @@ pub struct WaiverNotice {
 /// The engine's whole answer for one bundle.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Diagnosis {
-    /// `extpath.dev/v1alpha1`.
+    /// `extpath.dev/v1alpha2` (v1alpha1 had no `problems`).
     #[serde(rename = "apiVersion")]
     pub api_version: String,
     /// `Diagnosis`.
     pub kind: String,
     /// The time the evidence describes (the bundle's collection time).
     pub collected_at: Option<jiff::Timestamp>,
+    /// The problems: root causes, each with the verdicts it explains, worst first (see
+    /// `engine::problems`). Every verdict at warning or above that is not `Inconclusive` belongs
+    /// to exactly one.
+    pub problems: Vec<super::problems::Problem>,
     /// One per subject, most severe first.
     pub verdicts: Vec<Verdict>,
     /// The bundle's gaps: what the verdicts could not see.

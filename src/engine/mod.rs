@@ -24,6 +24,7 @@ pub mod facts;
 pub mod filter;
 pub mod functions;
 pub mod metrics_query;
+pub mod problems;
 pub mod rbac;
 pub mod regex_cache;
 pub mod rules;

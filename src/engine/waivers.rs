@@ -208,6 +208,11 @@ pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
             d.waiver_notices.push(waiver.notice(NOTICE_UNMATCHED));
         }
     }
+    for p in &mut d.problems {
+        crate::engine::problems::refresh(p, &d.verdicts);
+    }
+    crate::engine::problems::sort(&mut d.problems);
+    d.summary = crate::engine::classify::summarize(&d.verdicts, &d.problems);
     d.summary.worst = worst_unwaived(d);
 }
 

@@ -1,9 +1,10 @@
 //! `-o markdown`: a document an SRE pastes into an incident doc or a ticket.
 //!
-//! Layout: a title, the headline and totals, an overview table of every verdict (worst first), then
-//! a section per verdict that is not `Healthy` — the facts (rung, confidence, related objects, a
-//! waiver), the evidence as a table, what was ruled out, the consequences and the next commands as
-//! a fenced shell block — then the gaps and waiver notices.
+//! Layout: a title, the headline and totals, an overview table of the problems (each root with the
+//! verdicts it explains under it), the findings of no problem and one line counting the healthy
+//! subjects, then a section per problem and per other finding — the facts (rung, confidence,
+//! related objects, a waiver), the evidence as a table, what was ruled out, what it explains, the
+//! consequences and the next commands as a fenced shell block — then the gaps and waiver notices.
 //!
 //! Everything that comes from evidence is escaped: names and messages can contain `|`, `*`, `<` or
 //! backticks, and a stray one must not break a table or start HTML. Evidence values and commands go
@@ -13,8 +14,8 @@
 use std::io::Write;
 
 use super::{
-    confidence_text, display_order, evidence_text, gap_reason_text, headline, is_finding,
-    severity_counts, subject_text,
+    arrange, confidence_text, display_order, evidence_text, gap_reason_text, headline,
+    healthy_line, severity_counts, subject_text,
 };
 use crate::engine::diagnosis::{Diagnosis, Verdict};
 use crate::engine::waivers::worst_unwaived;
@@ -39,28 +40,64 @@ pub fn render(d: &Diagnosis, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(out, "{facts}.")?;
 
+    // The overview: each problem's root, the verdicts it explains under it, then the findings of
+    // no problem; healthy subjects counted in one line.
+    let arranged = arrange(d);
     if !verdicts.is_empty() {
         writeln!(out)?;
         writeln!(out, "| Severity | Class | Subject | Summary |")?;
         writeln!(out, "|---|---|---|---|")?;
-        for v in &verdicts {
-            let mut sev = format!("**{}**", v.severity);
-            if v.waived.is_some() {
+        let row = |out: &mut dyn Write, v: &Verdict, member: bool| -> std::io::Result<()> {
+            let mut sev = if member {
+                String::new()
+            } else {
+                format!("**{}**", v.severity)
+            };
+            if v.waived.is_some() && !member {
                 sev.push_str(" (waived)");
             }
+            let subject = code(&subject_text(&v.subject));
             writeln!(
                 out,
                 "| {sev} | {} | {} | {} |",
-                v.class,
-                code(&subject_text(&v.subject)),
+                if member {
+                    String::new()
+                } else {
+                    v.class.to_string()
+                },
+                if member {
+                    format!("↳ {subject}")
+                } else {
+                    subject
+                },
                 cell(&text(&v.summary))
+            )
+        };
+        for p in &arranged.problems {
+            row(out, p.root, false)?;
+            for m in &p.members {
+                row(out, m, true)?;
+            }
+        }
+        for v in &arranged.others {
+            row(out, v, false)?;
+        }
+        if !arranged.healthy.is_empty() {
+            writeln!(
+                out,
+                "| info | Healthy | | {} |",
+                cell(&text(&healthy_line(&arranged.healthy)))
             )?;
         }
     }
 
-    for v in verdicts.iter().filter(|v| is_finding(v)) {
+    for p in &arranged.problems {
         writeln!(out)?;
-        write_section(out, v)?;
+        write_section(out, p.root, &p.members)?;
+    }
+    for v in &arranged.others {
+        writeln!(out)?;
+        write_section(out, v, &[])?;
     }
 
     if !d.gaps.is_empty() {
@@ -104,7 +141,7 @@ pub fn render(d: &Diagnosis, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-fn write_section(out: &mut dyn Write, v: &Verdict) -> std::io::Result<()> {
+fn write_section(out: &mut dyn Write, v: &Verdict, explains: &[&Verdict]) -> std::io::Result<()> {
     writeln!(
         out,
         "## {} · {} · {}",
@@ -178,6 +215,20 @@ fn write_section(out: &mut dyn Write, v: &Verdict) -> std::io::Result<()> {
         }
     }
 
+    if !explains.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "### Explains")?;
+        writeln!(out)?;
+        for m in explains {
+            writeln!(
+                out,
+                "- {}: {}",
+                code(&subject_text(&m.subject)),
+                text(&m.summary)
+            )?;
+        }
+    }
+
     if !v.consequences.is_empty() {
         writeln!(out)?;
         writeln!(out, "### Consequences")?;
@@ -194,13 +245,24 @@ fn write_section(out: &mut dyn Write, v: &Verdict) -> std::io::Result<()> {
         }
     }
 
-    if !v.next.is_empty() {
+    // What to run for the verdicts it explains too, once each.
+    let mut next: Vec<String> = Vec::new();
+    for c in v
+        .next
+        .iter()
+        .chain(explains.iter().flat_map(|m| m.next.iter()))
+    {
+        if !next.contains(c) {
+            next.push(c.clone());
+        }
+    }
+    if !next.is_empty() {
         writeln!(out)?;
         writeln!(out, "### Next steps")?;
         writeln!(out)?;
-        let fence = "`".repeat(longest_backtick_run(&v.next.join("\n")).max(2) + 1);
+        let fence = "`".repeat(longest_backtick_run(&next.join("\n")).max(2) + 1);
         writeln!(out, "{fence}sh")?;
-        for cmd in &v.next {
+        for cmd in &next {
             writeln!(out, "{cmd}")?;
         }
         writeln!(out, "{fence}")?;

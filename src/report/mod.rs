@@ -59,6 +59,8 @@ pub struct RenderOptions {
     pub width: Option<u16>,
     /// Show each verdict's rung, evidence and consequences as columns of the main table too.
     pub wide: bool,
+    /// List every healthy subject as a row instead of one line that counts them.
+    pub show_healthy: bool,
 }
 
 impl RenderOptions {
@@ -78,6 +80,7 @@ impl RenderOptions {
                 None
             },
             wide,
+            show_healthy: false,
         }
     }
 
@@ -164,24 +167,131 @@ fn severity_rank(s: Severity) -> u8 {
     }
 }
 
+/// The diagnosis as people read it: problems first (each root verdict with the verdicts it
+/// explains), then the verdicts that are no problem's (`Inconclusive`, info findings), then the
+/// healthy ones — each part in presentation order.
+pub struct Arranged<'d> {
+    /// Each problem with its root verdict and its members' verdicts, waived problems last.
+    pub problems: Vec<ArrangedProblem<'d>>,
+    /// Findings that belong to no problem.
+    pub others: Vec<&'d Verdict>,
+    /// `Healthy` verdicts.
+    pub healthy: Vec<&'d Verdict>,
+}
+
+/// One problem of [`Arranged`].
+pub struct ArrangedProblem<'d> {
+    /// The problem.
+    pub problem: &'d crate::engine::problems::Problem,
+    /// Its root verdict.
+    pub root: &'d Verdict,
+    /// The verdicts it explains.
+    pub members: Vec<&'d Verdict>,
+}
+
+/// Arrange a diagnosis into problems, other findings and healthy subjects.
+pub fn arrange(d: &Diagnosis) -> Arranged<'_> {
+    let find = |s: &crate::engine::diagnosis::Subject| d.verdicts.iter().find(|v| &v.subject == s);
+    let mut in_problem: Vec<&crate::engine::diagnosis::Subject> = Vec::new();
+    let problems: Vec<ArrangedProblem<'_>> = d
+        .problems
+        .iter()
+        .filter_map(|p| {
+            let root = find(&p.root)?;
+            in_problem.push(&p.root);
+            let members = p
+                .members
+                .iter()
+                .filter_map(|m| {
+                    in_problem.push(m);
+                    find(m)
+                })
+                .collect();
+            Some(ArrangedProblem {
+                problem: p,
+                root,
+                members,
+            })
+        })
+        .collect();
+    let order = display_order(d);
+    let others = order
+        .iter()
+        .copied()
+        .filter(|v| is_finding(v) && !in_problem.contains(&&v.subject))
+        .collect();
+    let healthy = order
+        .iter()
+        .copied()
+        .filter(|v| !is_finding(v) && !in_problem.contains(&&v.subject))
+        .collect();
+    Arranged {
+        problems,
+        others,
+        healthy,
+    }
+}
+
+/// `21 subjects healthy: APIService ×4, ValidatingWebhook ×2, …`.
+pub fn healthy_line(healthy: &[&Verdict]) -> String {
+    let mut kinds: Vec<(crate::engine::diagnosis::SubjectKind, usize)> = Vec::new();
+    for v in healthy {
+        match kinds.iter_mut().find(|(k, _)| *k == v.subject.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((v.subject.kind, 1)),
+        }
+    }
+    kinds.sort_by_key(|(k, _)| *k);
+    let parts: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+    let noun = if healthy.len() == 1 {
+        "subject"
+    } else {
+        "subjects"
+    };
+    format!("{} {noun} healthy: {}", healthy.len(), parts.join(", "))
+}
+
 /// Whether a verdict gets a detail block (table) or section (Markdown): everything but `Healthy`.
 pub fn is_finding(v: &Verdict) -> bool {
     v.class != crate::engine::diagnosis::Class::Healthy
 }
 
-/// Counts per severity over all verdicts, worst first, for the summary lines
-/// (`1 critical, 2 info`). Waived verdicts are counted separately.
+/// The totals line: problems by severity, unjudged subjects, healthy ones, waived verdicts, and the
+/// subjects in all (`3 problems (2 critical, 1 warning); 1 unjudged; 4 healthy — 9 subjects`).
 pub(crate) fn severity_counts(d: &Diagnosis) -> String {
+    let open: Vec<&crate::engine::problems::Problem> =
+        crate::engine::problems::open(&d.problems).collect();
     let mut parts = Vec::new();
-    for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
-        let n = d
-            .verdicts
-            .iter()
-            .filter(|v| v.severity == sev && v.waived.is_none())
-            .count();
-        if n > 0 {
-            parts.push(format!("{n} {sev}"));
+    if !open.is_empty() {
+        let mut by_sev = Vec::new();
+        for sev in [Severity::Critical, Severity::Warning, Severity::Info] {
+            let n = open.iter().filter(|p| p.severity == sev).count();
+            if n > 0 {
+                by_sev.push(format!("{n} {sev}"));
+            }
         }
+        let noun = if open.len() == 1 {
+            "problem"
+        } else {
+            "problems"
+        };
+        parts.push(format!("{} {noun} ({})", open.len(), by_sev.join(", ")));
+    }
+    let unjudged = d
+        .verdicts
+        .iter()
+        .filter(|v| v.class == crate::engine::diagnosis::Class::Inconclusive && v.waived.is_none())
+        .count();
+    if unjudged > 0 {
+        parts.push(format!("{unjudged} unjudged"));
+    }
+    let healthy = d
+        .verdicts
+        .iter()
+        .filter(|v| v.class == crate::engine::diagnosis::Class::Healthy)
+        .count();
+    if healthy > 0 {
+        parts.push(format!("{healthy} healthy"));
     }
     let waived = d.verdicts.iter().filter(|v| v.waived.is_some()).count();
     if waived > 0 {
@@ -192,7 +302,7 @@ pub(crate) fn severity_counts(d: &Diagnosis) -> String {
     if parts.is_empty() {
         format!("{subjects} {noun}")
     } else {
-        format!("{subjects} {noun}: {}", parts.join(", "))
+        format!("{} — {subjects} {noun}", parts.join("; "))
     }
 }
 

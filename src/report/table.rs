@@ -1,9 +1,12 @@
 //! The default output: what an on-call engineer reads in a terminal during an incident.
 //!
-//! Layout, top to bottom: one table row per verdict, worst first (severity, class, subject, the
-//! one-line summary); then a block for each verdict that is not `Healthy` — the rung where the path
-//! broke, the evidence that fired, what was ruled out and why, the consequences, the commands to
-//! run next; then the gaps (what could not be seen), waiver notices, and the headline.
+//! Layout, top to bottom: the problems, worst first — each root verdict's row (severity, class,
+//! subject, the one-line summary) with the verdicts it explains under it (`↳`) — then the findings
+//! of no problem (`Inconclusive`), then one line counting the healthy subjects (every one with
+//! `--show-healthy`); then a block for each problem and each other finding — the rung where the
+//! path broke, the evidence that fired, what was ruled out and why, what it explains, the
+//! consequences, the commands to run next; then the gaps (what could not be seen), waiver notices,
+//! and the headline.
 //!
 //! The table is comfy-table with its terminal detection switched off, so width and colour come
 //! only from [`RenderOptions`]; the blocks are plain text wrapped here by hand, because commands
@@ -19,8 +22,8 @@ use comfy_table::{
 
 use super::wrap::{wrap_words, write_wrapped};
 use super::{
-    RenderOptions, confidence_text, display_order, evidence_text, gap_reason_text, headline,
-    is_finding, severity_counts, subject_text,
+    RenderOptions, arrange, confidence_text, evidence_text, gap_reason_text, headline,
+    healthy_line, severity_counts, subject_text,
 };
 use crate::engine::diagnosis::{Class, Diagnosis, Severity, Verdict};
 use crate::engine::waivers::worst_unwaived;
@@ -42,21 +45,40 @@ const INDENT: usize = 2;
 pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::io::Result<()> {
     let paint = Paint { on: opts.color };
     let width = opts.effective_width();
-    let verdicts = display_order(d);
+    let arranged = arrange(d);
 
-    if verdicts.is_empty() {
+    let mut rows: Vec<Row<'_>> = Vec::new();
+    for p in &arranged.problems {
+        rows.push(Row::Verdict(p.root, false));
+        rows.extend(p.members.iter().map(|m| Row::Verdict(m, true)));
+    }
+    rows.extend(arranged.others.iter().map(|v| Row::Verdict(v, false)));
+    if opts.show_healthy || arranged.healthy.len() == 1 {
+        rows.extend(arranged.healthy.iter().map(|v| Row::Verdict(v, false)));
+    } else if !arranged.healthy.is_empty() {
+        rows.push(Row::Healthy(format!(
+            "{} (--show-healthy lists them)",
+            healthy_line(&arranged.healthy)
+        )));
+    }
+    if rows.is_empty() {
         writeln!(
             out,
             "No extension-path subjects were found in the evidence."
         )?;
     } else {
-        let table = verdict_table(&verdicts, opts, width);
+        let table = verdict_table(&rows, opts, width);
         writeln!(out, "{table}")?;
     }
 
-    for v in verdicts.iter().filter(|v| is_finding(v)) {
+    // A block per problem (its root, with what it explains), then per finding of no problem.
+    for p in &arranged.problems {
         writeln!(out)?;
-        write_block(out, v, opts, width, &paint)?;
+        write_block(out, p.root, &p.members, opts, width, &paint)?;
+    }
+    for v in &arranged.others {
+        writeln!(out)?;
+        write_block(out, v, &[], opts, width, &paint)?;
     }
 
     if !d.gaps.is_empty() {
@@ -119,7 +141,14 @@ pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::
 /// The narrowest the summary column may get before the summary moves under the subject instead.
 const MIN_SUMMARY_WIDTH: usize = 36;
 
-fn verdict_table(verdicts: &[&Verdict], opts: &RenderOptions, width: usize) -> String {
+/// One row of the main table: a verdict (indented when a problem's root explains it), or the line
+/// that counts the healthy subjects.
+enum Row<'d> {
+    Verdict(&'d Verdict, bool),
+    Healthy(String),
+}
+
+fn verdict_table(rows: &[Row<'_>], opts: &RenderOptions, width: usize) -> String {
     let mut table = Table::new();
     table.force_no_tty().load_style(TABLE_STYLE);
     if opts.color {
@@ -132,19 +161,29 @@ fn verdict_table(verdicts: &[&Verdict], opts: &RenderOptions, width: usize) -> S
     // under its subject in the same cell instead (what a 100-column terminal usually gets for
     // webhooks, whose names are long). The wide table, like `kubectl get -o wide`, wraps nothing
     // and is as wide as its content: it is meant for wide terminals and `less -S`.
-    let subjects: Vec<String> = verdicts.iter().map(|v| subject_text(&v.subject)).collect();
+    let subjects: Vec<String> = rows
+        .iter()
+        .map(|r| match r {
+            Row::Verdict(v, false) => subject_text(&v.subject),
+            Row::Verdict(v, true) => format!("↳ {}", subject_text(&v.subject)),
+            Row::Healthy(_) => String::new(),
+        })
+        .collect();
     let col = |w: usize| w + 2;
     let subject_w = subjects
         .iter()
         .map(|s| s.chars().count())
         .max()
         .unwrap_or(0);
-    let class_w = verdicts
+    let class_w = rows
         .iter()
-        .map(|v| v.class.as_str().len())
-        .chain([5])
+        .filter_map(|r| match r {
+            Row::Verdict(v, _) => Some(v.class.as_str().len()),
+            Row::Healthy(_) => None,
+        })
+        .chain([7])
         .max()
-        .unwrap_or(5);
+        .unwrap_or(7);
     let needed = col(8) + col(class_w) + col(subject_w) + col(MIN_SUMMARY_WIDTH);
     let separate_summary = opts.wide || needed <= width;
     if opts.wide {
@@ -172,14 +211,48 @@ fn verdict_table(verdicts: &[&Verdict], opts: &RenderOptions, width: usize) -> S
     }
     table.set_header(header);
 
-    for (v, subject) in verdicts.iter().zip(subjects) {
-        let mut sev = v.severity.to_string();
-        if v.waived.is_some() {
+    for (r, subject) in rows.iter().zip(subjects) {
+        let (v, member) = match r {
+            Row::Verdict(v, member) => (*v, *member),
+            Row::Healthy(line) => {
+                let mut row = vec![
+                    styled_cell(Cell::new("info"), Some((Color::Green, false)), opts.color),
+                    styled_cell(
+                        Cell::new("Healthy"),
+                        class_color(Class::Healthy),
+                        opts.color,
+                    ),
+                ];
+                if separate_summary {
+                    row.push(Cell::new(""));
+                }
+                row.extend(
+                    opts.wide
+                        .then(|| [Cell::new(""), Cell::new("")])
+                        .into_iter()
+                        .flatten(),
+                );
+                row.push(Cell::new(line));
+                table.add_row(row);
+                continue;
+            }
+        };
+        // A verdict a problem explains shows under it, without repeating severity and class.
+        let mut sev = if member {
+            String::new()
+        } else {
+            v.severity.to_string()
+        };
+        if v.waived.is_some() && !member {
             sev.push_str("\n(waived)");
         }
         let mut row = vec![
             styled_cell(Cell::new(sev), severity_color(v), opts.color),
-            styled_cell(Cell::new(v.class), class_color(v.class), opts.color),
+            styled_cell(
+                Cell::new(if member { "" } else { v.class.as_str() }),
+                class_color(v.class),
+                opts.color,
+            ),
         ];
         if separate_summary {
             row.push(Cell::new(subject));
@@ -260,6 +333,7 @@ fn evidence_lines(v: &Verdict) -> Vec<String> {
 fn write_block(
     out: &mut dyn Write,
     v: &Verdict,
+    explains: &[&Verdict],
     opts: &RenderOptions,
     width: usize,
     paint: &Paint,
@@ -325,8 +399,26 @@ fn write_block(
             .collect();
         block.field("Consequences", lines, true)?;
     }
-    if !v.next.is_empty() {
-        let lines = v.next.iter().map(|c| Line::prose(c.clone())).collect();
+    if !explains.is_empty() {
+        let lines = explains
+            .iter()
+            .map(|m| Line::prose(format!("{} — {}", subject_text(&m.subject), m.summary)))
+            .collect();
+        block.field("Explains", lines, true)?;
+    }
+    // What to run for the verdicts it explains too, once each.
+    let mut next: Vec<&String> = Vec::new();
+    for c in v
+        .next
+        .iter()
+        .chain(explains.iter().flat_map(|m| m.next.iter()))
+    {
+        if !next.contains(&c) {
+            next.push(c);
+        }
+    }
+    if !next.is_empty() {
+        let lines = next.iter().map(|c| Line::prose((*c).clone())).collect();
         // Commands are copied into a shell: never wrapped.
         block.field("Next", lines, false)?;
     }

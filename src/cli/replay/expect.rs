@@ -154,6 +154,7 @@ mod tests {
 
     fn diagnosis(verdicts: Vec<Verdict>) -> Diagnosis {
         Diagnosis {
+            problems: Vec::new(),
             api_version: "extpath.dev/v1alpha1".into(),
             kind: "Diagnosis".into(),
             collected_at: None,

@@ -209,6 +209,7 @@ mod tests {
 
     fn diagnosis(verdicts: Vec<Verdict>) -> Diagnosis {
         Diagnosis {
+            problems: Vec::new(),
             api_version: String::new(),
             kind: String::new(),
             collected_at: None,

@@ -117,6 +117,7 @@ impl WhyArgs {
             output: Format::Table,
             color: self.color,
             wide: false,
+            show_healthy: false,
             classes: Vec::new(),
             subjects: Vec::new(),
             rules: Vec::new(),

@@ -339,11 +339,13 @@ pub fn classify(
             format!("{}: {}", e.subject, e.message),
         ));
     }
-    let summary = summarize(&verdicts);
+    let problems = crate::engine::problems::group(&verdicts);
+    let summary = summarize(&verdicts, &problems);
     Diagnosis {
         api_version: DIAGNOSIS_API_VERSION.to_string(),
         kind: DIAGNOSIS_KIND.to_string(),
         collected_at: super::facts::judging_time(bundle),
+        problems,
         verdicts,
         gaps,
         waiver_notices: Vec::new(),
@@ -351,8 +353,8 @@ pub fn classify(
     }
 }
 
-/// Totals and a headline.
-pub fn summarize(verdicts: &[Verdict]) -> Summary {
+/// Totals and a headline, from the verdicts and the problems they form.
+pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Problem]) -> Summary {
     let mut by_class: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_severity: BTreeMap<String, usize> = BTreeMap::new();
     let mut worst = Severity::Info;
@@ -370,37 +372,91 @@ pub fn summarize(verdicts: &[Verdict]) -> Summary {
             worst = worst.max(s);
         }
     }
+    let open: Vec<&crate::engine::problems::Problem> =
+        crate::engine::problems::open(problems).collect();
     let unread: Vec<&str> = verdicts
         .iter()
         .filter(|v| v.subject.kind == SubjectKind::Source && v.waived.is_none())
         .map(|v| v.subject.name.as_str())
         .collect();
-    let first_finding = verdicts.iter().find(|v| {
-        v.waived.is_none() && v.severity > Severity::Info && v.subject.kind != SubjectKind::Source
-    });
-    let headline = match first_finding {
-        _ if !unread.is_empty() => format!(
-            "collection incomplete: {} could not be read, so what they name is not judged{}",
-            unread.join(", "),
-            first_finding.map_or(String::new(), |v| format!(
-                "; {} on {}: {}",
-                v.class, v.subject, v.summary
-            ))
-        ),
-        Some(v) => format!("{} on {}: {}", v.class, v.subject, v.summary),
-        None if verdicts.is_empty() => "no subjects to judge in this evidence".into(),
-        None => format!(
+    let unjudged: Vec<&Verdict> = verdicts
+        .iter()
+        .filter(|v| {
+            v.class == Class::Inconclusive
+                && v.waived.is_none()
+                && v.subject.kind != SubjectKind::Source
+        })
+        .collect();
+    let mut parts = Vec::new();
+    if !unread.is_empty() {
+        parts.push(format!(
+            "collection incomplete: {} could not be read, so what they name is not judged",
+            unread.join(", ")
+        ));
+    }
+    if !open.is_empty() {
+        parts.push(problems_phrase(&open));
+    }
+    if !unjudged.is_empty() && open.is_empty() {
+        let names: Vec<String> = unjudged
+            .iter()
+            .take(3)
+            .map(|v| v.subject.to_string())
+            .collect();
+        parts.push(format!(
+            "nothing found broken, but {} subject(s) could not be judged: {}{}",
+            unjudged.len(),
+            names.join(", "),
+            if unjudged.len() > 3 { ", …" } else { "" }
+        ));
+    }
+    let headline = if !parts.is_empty() {
+        parts.join("; ")
+    } else if verdicts.is_empty() {
+        "no subjects to judge in this evidence".into()
+    } else {
+        format!(
             "no findings: {} subject(s), none at warning or above",
             verdicts.len()
-        ),
+        )
     };
     Summary {
         subjects: verdicts.len(),
         by_class,
         by_severity,
         worst,
+        problems: open.len(),
+        waived: verdicts.iter().filter(|v| v.waived.is_some()).count(),
         headline,
     }
+}
+
+/// `3 problems: Aggregation ×2 (APIService/a, APIService/b), Admission ×1 (MutatingWebhook/m)`;
+/// one problem is said with its summary.
+fn problems_phrase(open: &[&crate::engine::problems::Problem]) -> String {
+    if let [p] = open {
+        return format!("1 problem: {} on {}: {}", p.class, p.root, p.summary);
+    }
+    let mut by_class: Vec<(Class, Vec<String>)> = Vec::new();
+    for p in open {
+        match by_class.iter_mut().find(|(c, _)| *c == p.class) {
+            Some((_, roots)) => roots.push(p.root.to_string()),
+            None => by_class.push((p.class, vec![p.root.to_string()])),
+        }
+    }
+    let groups: Vec<String> = by_class
+        .iter()
+        .map(|(c, roots)| {
+            let shown: Vec<&str> = roots.iter().take(3).map(String::as_str).collect();
+            format!(
+                "{c} ×{} ({}{})",
+                roots.len(),
+                shown.join(", "),
+                if roots.len() > 3 { ", …" } else { "" }
+            )
+        })
+        .collect();
+    format!("{} problems: {}", open.len(), groups.join(", "))
 }
 
 mod collection;

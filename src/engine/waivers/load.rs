@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::{SubjectPattern, WAIVERS_KIND, Waiver, Waivers};
-use crate::engine::diagnosis::DIAGNOSIS_API_VERSION;
+use crate::engine::diagnosis::WAIVERS_API_VERSION;
 
 /// Why a waivers file could not be loaded. Every variant names the file, and the line when known.
 #[derive(Debug, thiserror::Error)]
@@ -120,12 +120,12 @@ fn validate(raw: RawFile, path: &str) -> Result<Waivers, WaiverError> {
         message,
     };
     match &raw.api_version {
-        Some(v) if v.value == DIAGNOSIS_API_VERSION => {}
+        Some(v) if v.value == WAIVERS_API_VERSION => {}
         Some(v) => {
             return Err(invalid(
                 v.referenced.line(),
                 format!(
-                    "apiVersion {:?} is not supported, expected {DIAGNOSIS_API_VERSION:?}",
+                    "apiVersion {:?} is not supported, expected {WAIVERS_API_VERSION:?}",
                     v.value
                 ),
             ));
@@ -134,7 +134,7 @@ fn validate(raw: RawFile, path: &str) -> Result<Waivers, WaiverError> {
             return Err(invalid(
                 1,
                 format!(
-                    "missing apiVersion: a waivers file starts with `apiVersion: {DIAGNOSIS_API_VERSION}` \
+                    "missing apiVersion: a waivers file starts with `apiVersion: {WAIVERS_API_VERSION}` \
                      and `kind: {WAIVERS_KIND}`"
                 ),
             ));

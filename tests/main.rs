@@ -24,6 +24,7 @@ mod promtext;
 mod raw_import;
 mod raw_import_errors;
 mod raw_import_kinds;
+mod raw_import_robust;
 mod refserver;
 mod refserver_profile;
 mod refserver_traffic;

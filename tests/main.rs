@@ -23,6 +23,7 @@ mod prometheus;
 mod promtext;
 mod raw_import;
 mod raw_import_errors;
+mod raw_import_hops;
 mod raw_import_kinds;
 mod raw_import_robust;
 mod refserver;

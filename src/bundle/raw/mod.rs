@@ -48,6 +48,7 @@ mod state;
 mod status_table;
 mod status_text;
 mod targets;
+mod timed_hops;
 mod timeline;
 mod trailer;
 mod watch_stream;

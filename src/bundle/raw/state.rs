@@ -149,6 +149,8 @@ pub(crate) struct Importer {
     pub objects: Vec<ObjectRecord>,
     pub probes: Vec<PendingProbe>,
     pub log_hits: Vec<LogHit>,
+    /// Timed hops read from logs, their targets not yet mapped.
+    pub hops: Vec<super::timed_hops::PendingHop>,
     pub stamps: Vec<Stamp>,
     pub metrics: Vec<MetricsDump>,
     pub ca_trusts: Vec<CaTrust>,
@@ -166,6 +168,7 @@ impl Importer {
             objects: Vec::new(),
             probes: Vec::new(),
             log_hits: Vec::new(),
+            hops: Vec::new(),
             stamps: Vec::new(),
             metrics: Vec::new(),
             ca_trusts: Vec::new(),

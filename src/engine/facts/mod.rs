@@ -13,6 +13,7 @@
 //! Sub-modules: [`objects`] (APIServices, webhooks, CRDs), [`backend`] (the Service, endpoints,
 //! pods and certificates they point at), [`requests`]
 //! (observed requests, log findings), [`cluster`] (cluster, apiserver, etcd, APF objects),
+//! [`timed`] (timed hops: the calls an API server traced and etcd's slow-request warnings),
 //! [`value`] (CEL value building), [`sample`] (a fully populated bundle for load-time checks).
 
 pub mod backend;
@@ -20,6 +21,7 @@ pub mod cluster;
 pub mod objects;
 pub mod requests;
 pub mod sample;
+pub mod timed;
 pub mod value;
 
 use std::collections::HashMap;
@@ -112,6 +114,9 @@ pub struct FactBase<'b> {
     pub log_targets: Vec<Option<ObjectRef>>,
     /// Objects by `(namespace, name)`, so that thousands of subjects do not each scan every list.
     pub index: ObjectIndex<'b>,
+    /// The *timed* fact of each webhook and conversion webhook the timed hops name, by
+    /// `(kind, name)`.
+    pub traced: HashMap<(String, String), Value>,
 }
 
 /// Lookups of the bundle's namespaced objects by `(namespace, name)`.
@@ -215,6 +220,7 @@ impl<'b> FactBase<'b> {
             probe_targets,
             log_facts: bundle.log_findings.iter().map(requests::log_fact).collect(),
             index: ObjectIndex::new(bundle),
+            traced: timed::by_target(bundle),
             log_targets: bundle
                 .log_findings
                 .iter()
@@ -367,7 +373,10 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
         }
         SubjectSource::Webhook(w) => {
             let r = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
-            vars.push(("webhook", objects::webhook_fact(Some(w))));
+            vars.push((
+                "webhook",
+                objects::webhook_fact(Some(w), timed::of(&base.traced, Some(&r))),
+            ));
             vars.extend(webhook_target_vars(base, Some(&r), Some(&w.target)));
             vars.push(("observations", base.observations_of(&r)));
             vars.push(("logs", base.logs_of(&r, &[format!("\"{}\"", w.name)])));
@@ -478,7 +487,10 @@ fn request_vars(
                 cluster::extension_health_fact(base, api.map_or("", |a| a.name.as_str())),
             ),
         ),
-        ("webhook", objects::webhook_fact(wh)),
+        (
+            "webhook",
+            objects::webhook_fact(wh, timed::of(&base.traced, wh_ref)),
+        ),
         ("crd", objects::crd_fact(crd)),
         ("flowschema", cluster::flowschema_fact(base, fs)),
         ("prioritylevel", cluster::prioritylevel_fact(base, pl)),

@@ -145,7 +145,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__analyze)
-            opts="-o -h --raw --output --color --wide --show-healthy --class --subject --rule --skip-rule --set --waivers --fail-on --rules --help"
+            opts="-o -h --raw --strict --output --color --wide --show-healthy --class --subject --rule --skip-rule --set --waivers --fail-on --rules --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -607,7 +607,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__import)
-            opts="-o -h --raw --output --help"
+            opts="-o -h --raw --strict --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

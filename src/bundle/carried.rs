@@ -11,7 +11,8 @@
 //!   collection sends them — and extpath probes a collection does not send again (admission
 //!   dry-runs, which need `--probe-admission`; anything but the discovery, list and delegation
 //!   probes of a remote APIService; a second probe of the same path and user);
-//! * log findings, Events (they are served as objects too, but a collection only reads the ones
+//! * log findings and timed hops (read from logs), Events (they are served as objects too, but a
+//!   collection only reads the ones
 //!   about what it references) and the APF debug state (`/debug/api_priority_and_fairness`);
 //! * certificates a collection cannot get back: served chains (a TLS handshake needs the backend's
 //!   private key, which a bundle never holds), PEM files a person supplied, and caBundle
@@ -23,7 +24,7 @@
 //! * the moment the recording describes (`collection.collected_at`, with basis `recording`), so
 //!   that certificate expiry is judged when the evidence was recorded, not on the day of the replay.
 //!
-//! Merging ([`merge`]) adds these to a collected bundle: every probe, log finding, Event,
+//! Merging ([`merge`]) adds these to a collected bundle: every probe, log finding, timed hop, Event,
 //! certificate and APF state not already in it; metrics and health checks of a target or endpoint
 //! the collection has none of; and the collection time when the merged file's basis is
 //! `recording`. Objects, other metrics and gaps of the merged file are not merged: the collection
@@ -220,6 +221,7 @@ pub fn carried(recording: &EvidenceBundle) -> EvidenceBundle {
         .map(|(_, p)| p.clone())
         .collect();
     out.log_findings = recording.log_findings.clone();
+    out.timed_hops = recording.timed_hops.clone();
     out.events = recording.events.clone();
     out.apf_state = recording.apf_state.clone();
     out.certificates = recording
@@ -258,6 +260,7 @@ fn add_missing<T: PartialEq + Clone>(into: &mut Vec<T>, from: &[T]) {
 pub fn merge(into: &mut EvidenceBundle, from: &EvidenceBundle) {
     add_missing(&mut into.probes, &from.probes);
     add_missing(&mut into.log_findings, &from.log_findings);
+    add_missing(&mut into.timed_hops, &from.timed_hops);
     add_missing(&mut into.events, &from.events);
     add_missing(&mut into.certificates, &from.certificates);
     add_missing(&mut into.apf_state, &from.apf_state);

@@ -22,6 +22,7 @@
 pub mod carried;
 pub mod certs;
 pub mod from_k8s;
+pub mod hops;
 pub mod load;
 pub mod metrics;
 pub mod objects;
@@ -35,6 +36,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use certs::{CertOrigin, CertSource, Certificate, Verification, verify_served_chains};
+pub use hops::{HopLayer, HopStep, TimedCall, TimedHop};
 pub use load::{BundleError, load_bundle, load_bundle_str};
 pub use metrics::{
     MetricFamily, MetricKind, MetricSeries, MetricTarget, MetricValue, MetricsSource,
@@ -122,6 +124,10 @@ pub struct EvidenceBundle {
     /// Known error lines found in component logs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub log_findings: Vec<LogFinding>,
+    /// Work servers timed and logged: an API server's `Trace[…]` blocks (a request, a webhook
+    /// call, a storage call, with their steps) and etcd's `took too long` warnings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timed_hops: Vec<TimedHop>,
     /// Kubernetes Events about the objects above.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Event>,

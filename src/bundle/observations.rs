@@ -241,6 +241,11 @@ pub enum GapReason {
     NotSupplied,
     /// A supplied file whose kind could not be recognised; it was skipped.
     Skipped,
+    /// A supplied file (or an item of one: a List's object, a ConfigMap's PEM value) that could
+    /// not be read as the kind its content shows — malformed, cut short, unreadable, too large,
+    /// invalid UTF-8 — inside a directory; whatever else could be read was kept. The detail is
+    /// the one line `--strict` would have failed with (`file:line: message`).
+    Unreadable,
     /// Anything else (the detail says what).
     Error,
 }

@@ -22,6 +22,12 @@ pub struct BundleSource {
     /// certificates, curl output, logs (kinds are told from content, see docs/raw-import.md).
     #[arg(long = "raw", value_name = "PATH", num_args = 1..)]
     raw: Vec<PathBuf>,
+    /// With --raw: fail (exit 2) on any file that cannot be read as the kind its content shows —
+    /// malformed, cut short, unreadable, too large, invalid UTF-8 — also inside a directory, where
+    /// it is otherwise recorded as an `unreadable` gap while the rest of the folder is used. Files
+    /// of no known kind inside a directory are still only skipped.
+    #[arg(long = "strict", requires = "raw")]
+    strict: bool,
 }
 
 impl BundleSource {
@@ -32,7 +38,14 @@ impl BundleSource {
     pub fn load(&self) -> anyhow::Result<crate::bundle::EvidenceBundle> {
         Ok(match &self.file {
             Some(file) => crate::bundle::load_bundle(file)?,
-            None => crate::bundle::raw::import_paths(&self.raw)?,
+            None => crate::bundle::raw::import_paths_with(
+                &self.raw,
+                jiff::Timestamp::now(),
+                crate::bundle::raw::ImportOptions {
+                    strict: self.strict,
+                    ..crate::bundle::raw::ImportOptions::default()
+                },
+            )?,
         })
     }
 }

@@ -43,6 +43,12 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "a webhook whose median call over the metrics window takes at least this long slows every request it intercepts",
     },
     SettingDef {
+        name: "webhook_traced_timeout_ratio",
+        default: 0.5,
+        unit: "ratio",
+        help: "a webhook whose slowest call the API server traced took at least this fraction of its timeoutSeconds slows every request it intercepts (at or above its timeoutSeconds it times out)",
+    },
+    SettingDef {
         name: "webhook_hot_path_timeout_seconds",
         default: 15.0,
         unit: "seconds",
@@ -65,6 +71,12 @@ pub const SETTINGS: &[SettingDef] = &[
         default: 2.0,
         unit: "seconds",
         help: "kube-apiserver's etcd request p99 at or above this is critical",
+    },
+    SettingDef {
+        name: "etcd_traced_slow_seconds",
+        default: 1.0,
+        unit: "seconds",
+        help: "a storage call kube-apiserver traced, or a request etcd warned took too long, taking at least this long means etcd is slow (even while its health checks pass)",
     },
     SettingDef {
         name: "etcd_fsync_p99_warn_seconds",

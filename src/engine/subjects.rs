@@ -408,12 +408,16 @@ fn has_apiserver_evidence(b: &EvidenceBundle) -> bool {
         || b.log_findings
             .iter()
             .any(|l| l.component == Component::KubeApiserver)
+        || b.timed_hops
+            .iter()
+            .any(|h| h.component == Component::KubeApiserver)
 }
 
 fn has_etcd_evidence(b: &EvidenceBundle) -> bool {
     use crate::bundle::observations::Component;
-    // kube-apiserver's etcd: its own metrics, health and logs, or kube-apiserver's etcd check —
-    // never an extension server's `[+]etcd`, which is that server's own storage.
+    // kube-apiserver's etcd: its own metrics, health and logs, kube-apiserver's etcd check, or
+    // kube-apiserver's traced storage calls — never an extension server's `[+]etcd` or `"List
+    // etcd3"`, which are that server's own storage.
     b.metrics_for(crate::bundle::MetricTarget::Etcd).is_some()
         || b.health_checks.iter().any(|h| {
             h.owner() == Component::Etcd
@@ -423,6 +427,10 @@ fn has_etcd_evidence(b: &EvidenceBundle) -> bool {
         || b.log_findings
             .iter()
             .any(|l| l.component == Component::Etcd)
+        || b.timed_hops
+            .iter()
+            .flat_map(|h| h.calls())
+            .any(|c| c.is_apiserver_storage() || c.is_etcd_warning())
 }
 
 /// Every subject of the bundle, in a stable order: APIServices, webhooks, CRDs, FlowSchemas,

@@ -1,18 +1,26 @@
 //! Content → kind. Never the file name.
 //!
-//! Detection looks at what a file says, in an order that puts the most specific signals first: PEM
-//! armour, the Prometheus exposition format, APF dump headers, health listings, JSON documents
-//! (objects, API responses, watch events, structured log lines), YAML objects, HTTP status lines,
-//! kubectl trace markers, Status tables, result lists, kubectl's stderr vocabulary, curl trailers
-//! and known response bodies, log headers, and openssl output. Anything else is of no known kind;
-//! the caller turns that into a `skipped` gap (inside a directory) or an error (a file named on the
-//! command line), using the reason given here.
+//! Detection looks at what a file says, in an order that puts the most specific signals first: the
+//! Prometheus exposition format, APF dump headers, logs whose messages span lines (`Trace[…]`
+//! blocks, the `[-]…` checks under a klog `healthz.go` line — never health output or JSON), health
+//! listings, JSON documents (objects, API responses, watch events, structured log lines), YAML
+//! objects, PEM armour, HTTP status lines, kubectl trace markers, Status tables, result lists,
+//! kubectl's stderr vocabulary, curl trailers and known response bodies, log headers, and openssl
+//! output. Anything else is of no known kind; the caller turns that into a `skipped` gap (inside a
+//! directory) or an error (a file named on the command line), using the reason given here.
+//!
+//! Classes of mis-detection this order prevents, each with a test below: a klog log whose lines
+//! start with `[` (continuations) taken for health output or a JSON array; a log of `Trace[…]`
+//! blocks (most lines without a header) taken for nothing; a Kubernetes object holding PEM
+//! (a ConfigMap's `client-ca-file`, `kubectl get cm -A -o json`) taken for a PEM file; a log line
+//! quoting `-----BEGIN` taken for PEM. PEM is a file whose armour starts a line, outside any
+//! Kubernetes document.
 
 use serde_json::Value;
 
 use super::curl::{KNOWN_PLAIN_BODIES, is_status_line};
 use super::kube_objects::is_leading_noise;
-use super::log_lines::{is_json_log_line, parse_log_line};
+use super::log_lines::{count_log_lines, is_json_log_line, parse_log_line};
 use super::trailer::{Trailer, split_trailer};
 use super::{
     apf_dump, health, kubectl_stderr, kubectl_trace, pem, result_list, status_table, watch_stream,
@@ -124,14 +132,27 @@ pub(crate) fn detect(text: &str) -> Detected {
     };
     use Kind::*;
     let known = Detected::Known;
-    if text.contains("-----BEGIN ") {
-        return known(Pem);
-    }
     if is_metrics(text) {
         return known(Metrics);
     }
     if apf_dump::is_header(first) {
         return known(ApfDump);
+    }
+    let (log_headers, continuations) = count_log_lines(&lines);
+    let kubectl_trace = || {
+        lines.iter().any(|l| {
+            parse_log_line(l).is_some_and(|p| {
+                kubectl_trace::is_trace_marker(p.source.as_deref().unwrap_or_default(), &p.message)
+            })
+        })
+    };
+    // A log with multi-line messages: its `[-]…` and `Trace[…]` lines are the log's own.
+    if continuations > 0
+        && (log_headers > 0 || continuations == lines.len())
+        && (log_headers + continuations) * 2 >= lines.len()
+        && !kubectl_trace()
+    {
+        return known(Log);
     }
     if health::looks_like(&lines) {
         return known(Health);
@@ -139,18 +160,24 @@ pub(crate) fn detect(text: &str) -> Detected {
     if let Some(kind) = json_kind(&lines, text) {
         return kind;
     }
-    if first.starts_with("apiVersion:") || first.starts_with("kind:") || first == "---" {
+    let yaml_object = |l: &&str| l.starts_with("apiVersion:") || l.starts_with("kind:");
+    if yaml_object(&first) || (first == "---" && lines.iter().any(yaml_object)) {
+        return known(KubeObjects);
+    }
+    if lines
+        .iter()
+        .any(|l| l.trim_start().starts_with("-----BEGIN "))
+    {
+        return known(Pem);
+    }
+    if first == "---" {
         return known(KubeObjects);
     }
     if is_status_line(first) || (first.starts_with("* ") && lines.iter().any(|l| is_status_line(l)))
     {
         return known(CurlResponse);
     }
-    if lines.iter().any(|l| {
-        parse_log_line(l).is_some_and(|p| {
-            kubectl_trace::is_trace_marker(p.source.as_deref().unwrap_or_default(), &p.message)
-        })
-    }) {
+    if kubectl_trace() {
         return known(KubectlTrace);
     }
     if status_table::has_status_header(&lines) {
@@ -165,8 +192,7 @@ pub(crate) fn detect(text: &str) -> Detected {
     if is_curl_output(&lines) {
         return known(CurlOutput);
     }
-    let log_lines = lines.iter().filter(|l| parse_log_line(l).is_some()).count();
-    if log_lines > 0 && log_lines * 2 >= lines.len() {
+    if log_headers > 0 && (log_headers + continuations) * 2 >= lines.len() {
         return known(Log);
     }
     if pem::is_openssl_output(&lines) {
@@ -187,7 +213,7 @@ pub(crate) fn detect(text: &str) -> Detected {
 /// JSON at the start (after kubectl's stderr noise): objects, responses, watch events, JSON logs.
 fn json_kind(lines: &[&str], text: &str) -> Option<Detected> {
     let first = lines.iter().find(|l| !is_leading_noise(l))?.trim_start();
-    if !(first.starts_with('{') || first.starts_with('[')) {
+    if !starts_like_json(first) {
         return None;
     }
     if is_json_log_line(first) {
@@ -230,6 +256,24 @@ fn json_kind(lines: &[&str], text: &str) -> Option<Detected> {
     Some(Detected::Unknown(
         "a JSON document that is not a Kubernetes object or API response".into(),
     ))
+}
+
+/// Whether a line opens a JSON object or array: `{` then a key or `}`, `[` then a value or `]`.
+/// `[-]etcd failed: …`, `[+]ping ok` and `[graceful-termination] …` open no JSON.
+fn starts_like_json(line: &str) -> bool {
+    let mut chars = line.chars();
+    let open = chars.next();
+    let rest = chars.as_str().trim_start();
+    let next = rest.chars().next();
+    match open {
+        Some('{') => matches!(next, None | Some('"' | '}')),
+        Some('[') => match next {
+            None | Some('{' | '[' | '"' | ']' | '0'..='9' | 't' | 'f' | 'n') => true,
+            Some('-') => rest[1..].starts_with(|c: char| c.is_ascii_digit()),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// curl's `-w` line, its error and exit lines, and known plain-text bodies.
@@ -306,5 +350,99 @@ mod tests {
             k("NAME   SERVICE   AVAILABLE   AGE\nv1.   Local   True   1m\n"),
             Detected::Unknown(r) if r.contains("table")
         ));
+    }
+
+    /// A klog log is a log even when some of its lines start with `[`: the `[-]…` checks klog
+    /// prints under `healthz.go] … check failed`, also at the top of an excerpt (cut after the
+    /// header) and when many checks failed at once (more items than headers).
+    #[test]
+    fn klog_continuation_lines_keep_a_log_a_log() {
+        let cut = "[-]etcd failed: error getting data from etcd: context deadline exceeded\n\
+I1129 08:55:52.429173   32417 healthz.go:257] etcd check failed: livez\n\
+[-]etcd failed: error getting data from etcd: context deadline exceeded\n";
+        assert_eq!(detect(cut), Detected::Known(Kind::Log));
+        let startup = "I1129 08:30:01.000000   32417 healthz.go:257] poststarthook/a,poststarthook/b,poststarthook/c,poststarthook/d,autoregister-completion check failed: readyz\n\
+[-]poststarthook/a failed: not finished\n[-]poststarthook/b failed: not finished\n\
+[-]poststarthook/c failed: not finished\n[-]poststarthook/d failed: not finished\n\
+[-]autoregister-completion failed: missing APIService: [v1.]\n";
+        assert_eq!(detect(startup), Detected::Known(Kind::Log));
+        // A listing on its own (no header above its items) is still health output.
+        assert_eq!(
+            detect("[+]ping ok\n[-]etcd failed: reason withheld\nreadyz check failed\n"),
+            Detected::Known(Kind::Health)
+        );
+    }
+
+    /// A log made mostly of `Trace[…]` blocks (their step lines carry no header) is a log.
+    #[test]
+    fn trace_blocks_keep_a_log_a_log() {
+        let text = "I1129 08:56:05.515496   32417 trace.go:205] Trace[1933546506]: \"List etcd3\" key:/configmaps/x,resourceVersion:,resourceVersionMatch:,limit:500,continue: (29-Nov-2026 08:55:55.515) (total time: 9999ms):\n\
+Trace[1933546506]: ---\"About to write a response\" 3ms (08:56:05.515)\n\
+Trace[1933546506]: ---\"Writing http response done\" 1ms (08:56:05.516)\n\
+Trace[1933546506]: [9.999913784s] [9.999913784s] END\n";
+        assert_eq!(detect(text), Detected::Known(Kind::Log));
+        assert_eq!(
+            detect("Trace[1]: [1.5s] [1.5s] END\n"),
+            Detected::Known(Kind::Log)
+        );
+    }
+
+    /// A Kubernetes object holding PEM (a ConfigMap's CA bundles, `kubectl get cm -A -o json`) is
+    /// an object, not a PEM file; PEM armour quoted inside a log line is not PEM either.
+    #[test]
+    fn pem_inside_objects_and_logs_is_not_a_pem_file() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let yaml = format!(
+            "apiVersion: v1\ndata:\n  client-ca-file: |\n{}kind: ConfigMap\nmetadata:\n  name: x\n",
+            pem.lines()
+                .map(|l| format!("    {l}\n"))
+                .collect::<String>()
+        );
+        assert_eq!(detect(&yaml), Detected::Known(Kind::KubeObjects));
+        let json = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"ca.crt": pem}}
+        ]});
+        let json = serde_json::to_string_pretty(&json).unwrap();
+        assert_eq!(detect(&json), Detected::Known(Kind::KubeObjects));
+        assert_eq!(
+            detect(
+                "I1129 08:00:00.000000   1 x.go:1] loaded -----BEGIN CERTIFICATE----- from file\n"
+            ),
+            Detected::Known(Kind::Log)
+        );
+        assert_eq!(detect(pem), Detected::Known(Kind::Pem));
+        assert_eq!(
+            detect(&format!(
+                "CONNECTED(00000003)\n---\nCertificate chain\n{pem}"
+            )),
+            Detected::Known(Kind::Pem)
+        );
+    }
+
+    #[test]
+    fn json_starts_only_where_json_can_start() {
+        for yes in [
+            "{",
+            "{\"kind\": 1}",
+            "{}",
+            "[",
+            "[{",
+            "[\"a\"]",
+            "[]",
+            "[1]",
+            "[-1]",
+            "[true]",
+        ] {
+            assert!(starts_like_json(yes), "{yes}");
+        }
+        for no in [
+            "[-]etcd failed: x",
+            "[+]ping ok",
+            "[graceful-termination] x",
+            "[core] x",
+            "{x",
+        ] {
+            assert!(!starts_like_json(no), "{no}");
+        }
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! In order: one metrics source per target; lone curl parts of one request joined by file stem;
 //! the collection time taken from the evidence and every klog time resolved against it; identical
-//! probes folded into one with `attempts`; probes and log findings mapped to the objects they
-//! concern; supplied leaf certificates verified at the collection time; and gaps recorded for the
+//! probes folded into one with `attempts`; probes, log findings and timed hops mapped to the
+//! objects they concern; supplied leaf certificates verified at the collection time; and gaps recorded for the
 //! evidence a diagnosis usually wants but that was not supplied.
 
 use std::collections::BTreeMap;
@@ -12,11 +12,11 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 
 use crate::bundle::{
-    EvidenceBundle, Gap, GapReason, LogFinding, MetricTarget, ObjectRef, Probe, TimeBasis,
+    EvidenceBundle, Gap, GapReason, HopLayer, LogFinding, MetricTarget, ObjectRef, Probe, TimeBasis,
 };
 
 use super::state::{CurlPart, Importer, LogHit, PendingProbe, truncate};
-use super::targets::{log_target, probe_target, webhook_ref, webhooks_named};
+use super::targets::{hop_target, log_target, probe_target, webhook_ref, webhooks_named};
 use super::timeline::Clock;
 use super::{cert_check, kube_objects, metrics_dump};
 
@@ -70,6 +70,7 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
 
     let findings = fold_log_hits(&imp, &clock);
     imp.bundle.log_findings = findings;
+    timed_hops(&mut imp, &clock);
     imp.bundle.apf_state = std::mem::take(&mut imp.apf.levels);
     // Certificates are judged at the collection time, never at import or analysis time.
     cert_check::verify_supplied_leaves(&mut imp, at);
@@ -229,6 +230,54 @@ pub(crate) fn fold_hits(hits: &[LogHit], clock: &Clock, b: &EvidenceBundle) -> V
         }
     }
     out
+}
+
+/// A bundle keeps at most this many timed hops: the slowest (a day of a busy kube-apiserver's
+/// log holds many thousands of traces; the slow ones are the evidence).
+const MAX_TIMED_HOPS: usize = 5000;
+
+/// Timed hops, their times resolved and their targets mapped (the objects are all known now).
+fn timed_hops(imp: &mut Importer, clock: &Clock) {
+    let mut hops: Vec<crate::bundle::TimedHop> = std::mem::take(&mut imp.hops)
+        .into_iter()
+        .map(|p| {
+            let mut hop = p.hop;
+            hop.started_at = hop
+                .started_at
+                .or_else(|| p.at.and_then(|s| clock.resolve(s)));
+            hop.target = hop_target(hop.layer, &hop.fields, hop.path.as_deref(), &imp.bundle);
+            for step in &mut hop.steps {
+                if matches!(
+                    step.layer,
+                    HopLayer::Admission | HopLayer::Conversion | HopLayer::Storage
+                ) {
+                    step.target = hop_target(step.layer, &step.fields, None, &imp.bundle);
+                }
+            }
+            hop
+        })
+        .collect();
+    if hops.len() > MAX_TIMED_HOPS {
+        let dropped = hops.len() - MAX_TIMED_HOPS;
+        let mut order: Vec<usize> = (0..hops.len()).collect();
+        order.sort_by(|&a, &b| hops[b].duration_ms.total_cmp(&hops[a].duration_ms));
+        let keep: std::collections::HashSet<usize> =
+            order.into_iter().take(MAX_TIMED_HOPS).collect();
+        hops = hops
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep.contains(i))
+            .map(|(_, h)| h)
+            .collect();
+        imp.bundle.gaps.push(Gap::new(
+            "timed_hops",
+            GapReason::Skipped,
+            format!(
+                "{dropped} more timed hops were read and not kept: the {MAX_TIMED_HOPS} slowest are"
+            ),
+        ));
+    }
+    imp.bundle.timed_hops = hops;
 }
 
 /// Gaps for the evidence a diagnosis usually wants but that no supplied file held.

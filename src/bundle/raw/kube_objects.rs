@@ -6,12 +6,23 @@
 //! Each object of a kind extpath reads is validated at once — so a malformed one is an error naming
 //! its file and item — but added only at assembly, so that an object supplied in several files is
 //! kept once, at its highest resourceVersion. The mapping itself is `object_mapping.rs`. Kinds
-//! extpath does not read (ConfigMap, Flunder, …) are skipped without error, and Secrets are never
-//! even deserialised. Object timestamps are recorded: they date the evidence.
+//! extpath does not read (Flunder, …) are skipped without error, and Secrets are never even
+//! deserialised. Object timestamps are recorded: they date the evidence.
+//!
+//! A ConfigMap is not mapped, but the PEM certificates its `data` values hold
+//! (`extension-apiserver-authentication`'s `client-ca-file` and `requestheader-client-ca-file`,
+//! every namespace's `kube-root-ca.crt`) are read as certificates *of that ConfigMap* (origin
+//! `file`, owner `ConfigMap/<ns>/<name>`): never a served chain, never a leaf offered to an
+//! APIService or webhook.
+//!
+//! When the file may not sink the import (inside a directory, without `--strict`), an item that
+//! does not validate — a List's object, a ConfigMap's PEM value — is an `unreadable` gap naming the
+//! file and the item, and the other items are kept.
 
 use serde_json::{Value, json};
 
-use crate::bundle::EvidenceBundle;
+use crate::bundle::certs::CertSource;
+use crate::bundle::{CertOrigin, Certificate, EvidenceBundle, ObjectRef};
 
 use super::log_lines::is_klog;
 use super::object_mapping::apply;
@@ -54,7 +65,9 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
         } else {
             String::new()
         };
-        add_value(imp, file, doc, None, &place, &mut tally)?;
+        if let Err(e) = add_value(imp, file, doc, None, &place, &mut tally) {
+            imp.tolerate(file, e)?;
+        }
     }
     Ok(tally.into_yield())
 }
@@ -127,6 +140,73 @@ fn strip_location(s: &str) -> String {
     }
 }
 
+/// The PEM certificates of a ConfigMap's `data`, as certificates owned by it; `true` when one was
+/// read. A value that holds PEM armour but does not decode is a problem of that item.
+fn configmap_certificates(
+    imp: &mut Importer,
+    file: &FileCtx,
+    obj: &serde_json::Map<String, Value>,
+    place: &str,
+) -> Result<bool, FileError> {
+    let meta = |k: &str| {
+        obj.get("metadata")
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let owner = ObjectRef::namespaced("ConfigMap", meta("namespace"), meta("name"));
+    let Some(data) = obj.get("data").and_then(Value::as_object) else {
+        return Ok(false);
+    };
+    let mut read = false;
+    for (key, value) in data {
+        let Some(text) = value.as_str() else {
+            continue;
+        };
+        if !text
+            .lines()
+            .any(|l| l.trim_start().starts_with("-----BEGIN CERTIFICATE-----"))
+        {
+            continue;
+        }
+        let decoded = match crate::pki::decode_pem(text.as_bytes()) {
+            Ok(d) => d,
+            Err(e) => {
+                imp.tolerate(
+                    file,
+                    FileError::whole(format!(
+                        "{}ConfigMap {:?}: data {key:?}: malformed PEM: {e}",
+                        prefix(place),
+                        meta("name")
+                    )),
+                )?;
+                continue;
+            }
+        };
+        for (i, (info, _der)) in decoded.into_iter().enumerate() {
+            let known = imp
+                .bundle
+                .certificates
+                .iter()
+                .any(|c| c.sha256 == info.sha256 && c.origin.owner.as_ref() == Some(&owner));
+            if !known {
+                imp.bundle.certificates.push(Certificate::from_info(
+                    info,
+                    CertOrigin {
+                        source: CertSource::File,
+                        owner: Some(owner.clone()),
+                        file: Some(file.shown.clone()),
+                        endpoint: None,
+                        chain_index: i,
+                    },
+                ));
+            }
+            read = true;
+        }
+    }
+    Ok(read)
+}
+
 #[derive(Default)]
 struct Tally {
     added: usize,
@@ -184,7 +264,17 @@ fn add_value(
         for (i, item) in items.iter().enumerate() {
             let item_place = format!("{}items[{i}]", dotted(place));
             let d = item_kind.map(|k| (api_version, k));
-            add_value(imp, file, item, d, &item_place, tally)?;
+            if let Err(e) = add_value(imp, file, item, d, &item_place, tally) {
+                imp.tolerate(file, e)?;
+            }
+        }
+        return Ok(());
+    }
+    if kind == "ConfigMap" {
+        if configmap_certificates(imp, file, obj, place)? {
+            tally.added += 1;
+        } else {
+            note_ignored(tally, kind);
         }
         return Ok(());
     }

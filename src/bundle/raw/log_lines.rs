@@ -8,8 +8,13 @@
 //! * zap JSON (`{"level":"warn","ts":"…","logger":"etcd-client","msg":"…","error":"…"}`): the etcd
 //!   client inside API servers, and etcd 3.5 itself.
 //!
+//! Some messages span lines: klog writes a `Trace[…]` block of kube-apiserver as one message whose
+//! later lines start with `Trace[<id>]:`, and a failed health check (`healthz.go] etcd check
+//! failed: readyz`) with the failed checks (`[-]etcd failed: …`) under it. Those lines are
+//! [continuation lines](is_continuation): part of a log, never health output or a JSON document.
+//!
 //! This file only splits a line into time, severity, source and message; what the message means is
-//! decided by the pattern table in `log_patterns.rs`.
+//! decided by the pattern table in `log_patterns.rs` (and `Trace[…]` blocks by `trace_blocks.rs`).
 
 use std::sync::LazyLock;
 
@@ -74,6 +79,35 @@ pub(crate) fn parse_log_line(line: &str) -> Option<LogLine> {
         b'0'..=b'9' => golog(line).or_else(|| capnslog(line)),
         _ => None,
     }
+}
+
+/// Whether a line is the later line of a multi-line log message on its own: a step or the end of a
+/// kube-apiserver `Trace[<id>]:` block.
+pub(crate) fn is_trace_line(line: &str) -> bool {
+    line.strip_prefix("Trace[")
+        .and_then(|r| r.split_once("]:"))
+        .is_some_and(|(id, _)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Log lines among `lines`: `(headers, continuations)`. A header is a line with a log header
+/// ([`parse_log_line`]); a continuation is a `Trace[<id>]:` line, or a `[+]…`/`[-]…` health item
+/// that follows a header or another continuation (what klog prints under `healthz.go] … check
+/// failed`; a health listing on its own has no header above its items).
+pub(crate) fn count_log_lines(lines: &[&str]) -> (usize, usize) {
+    let (mut headers, mut continuations) = (0, 0);
+    let mut in_log = false;
+    for l in lines {
+        let t = l.trim_start();
+        if parse_log_line(t).is_some() {
+            headers += 1;
+            in_log = true;
+        } else if is_trace_line(t) || (in_log && (t.starts_with("[+]") || t.starts_with("[-]"))) {
+            continuations += 1;
+        } else {
+            in_log = false;
+        }
+    }
+    (headers, continuations)
 }
 
 /// Whether a line starts with a klog header (cheap check used by detection).

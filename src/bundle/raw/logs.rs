@@ -1,10 +1,12 @@
-//! Log excerpts of kube-apiserver, extension API servers and etcd → log hits.
+//! Log excerpts of kube-apiserver, extension API servers and etcd → log hits and timed hops.
 //!
 //! Every line (and every continuation line, such as the `[-]etcd failed: …` lines under a klog
 //! `healthz.go` header) is matched against the pattern table; matches become [`LogHit`]s, folded into
-//! `log_findings` once the whole import is read. Which process wrote the file is judged from its
-//! content: patterns that only one component writes and a few markers vote, and lines written by
-//! several components (shutdown, request timeouts) take the winner. The file name is never used.
+//! `log_findings` once the whole import is read. `Trace[…]` blocks and etcd's `took too long`
+//! warnings become timed hops ([`super::timed_hops`]). Which process wrote the file is judged from
+//! its content: patterns that only one component writes and a few markers vote, and lines written
+//! by several components (shutdown, request timeouts, traces) take the winner. The file name is
+//! never used.
 
 use std::collections::HashMap;
 
@@ -14,6 +16,7 @@ use super::finish::fold_hits;
 use super::log_lines::{LogFormat, parse_log_line};
 use super::log_patterns::match_message;
 use super::state::{FileCtx, FileError, Importer, LogHit, Yield, truncate};
+use super::timed_hops::{HopReader, PendingHop};
 use super::timeline::{Clock, Stamp};
 use crate::bundle::{EvidenceBundle, LogFinding};
 
@@ -31,13 +34,18 @@ const ETCD_CALLERS: &[&str] = &[
 
 /// Read a log excerpt.
 pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yield, FileError> {
-    let (hits, component, stamps) = scan(text, &file.shown);
+    let Scan {
+        hits,
+        component,
+        stamps,
+        hops,
+    } = scan(text, &file.shown);
     for s in stamps {
         imp.stamp(Some(s));
     }
-    if hits.is_empty() {
+    if hits.is_empty() && hops.is_empty() {
         return Ok(Yield::Nothing(format!(
-            "log of {}: no known error line",
+            "log of {}: no known error line and no timed hop",
             component_name(component)
         )));
     }
@@ -45,15 +53,37 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
         h.component = h.component.or(Some(component));
         imp.log_hits.push(h);
     }
+    for mut p in hops {
+        // A trace is written by whichever API server served the request: the file's writer.
+        if p.hop.component == Component::Unknown {
+            p.hop.component = component;
+        }
+        p.hop.origin = Some(file.shown.clone());
+        imp.stamp(p.at);
+        imp.hops.push(p);
+    }
     Ok(Yield::Used)
 }
 
-/// The known error lines of one log, the component that wrote it (judged from its content) and
-/// every time stamp seen.
-fn scan(text: &str, origin: &str) -> (Vec<LogHit>, Component, Vec<Stamp>) {
+/// What one log holds.
+struct Scan {
+    /// The known error lines.
+    hits: Vec<LogHit>,
+    /// The component that wrote it, judged from its content.
+    component: Component,
+    /// Every time stamp seen.
+    stamps: Vec<Stamp>,
+    /// `Trace[…]` blocks and etcd's slow-request warnings.
+    hops: Vec<PendingHop>,
+}
+
+/// The known error lines of one log, the component that wrote it (judged from its content),
+/// every time stamp seen and the timed hops.
+fn scan(text: &str, origin: &str) -> Scan {
     let mut votes: HashMap<Component, usize> = HashMap::new();
     let mut hits: Vec<LogHit> = Vec::new();
     let mut stamps: Vec<Stamp> = Vec::new();
+    let mut hop_reader = HopReader::default();
     let mut current: (Option<Stamp>, Option<String>) = (None, None);
     for line in text.lines() {
         if line.trim().is_empty() {
@@ -69,10 +99,15 @@ fn scan(text: &str, origin: &str) -> (Vec<LogHit>, Component, Vec<Stamp>) {
                 ) {
                     *votes.entry(Component::Etcd).or_default() += 1;
                 }
+                hop_reader.etcd_line(&parsed, line);
+                hop_reader.text(&parsed.message);
                 current = (parsed.stamp, parsed.severity);
                 parsed.message
             }
-            None => line.trim().to_string(),
+            None => {
+                hop_reader.text(line);
+                line.trim().to_string()
+            }
         };
         if let Some(c) = marker_component(line) {
             *votes.entry(c).or_default() += 1;
@@ -92,7 +127,12 @@ fn scan(text: &str, origin: &str) -> (Vec<LogHit>, Component, Vec<Stamp>) {
             });
         }
     }
-    (hits, winner(&votes), stamps)
+    Scan {
+        hits,
+        component: winner(&votes),
+        stamps,
+        hops: hop_reader.finish(),
+    }
 }
 
 /// The known error lines of a container's log read through the API (`pods/{name}/log`), folded
@@ -107,7 +147,12 @@ pub fn container_log_findings(
     now: jiff::Timestamp,
     b: &EvidenceBundle,
 ) -> Vec<LogFinding> {
-    let (hits, judged, stamps) = scan(text, origin);
+    let Scan {
+        hits,
+        component: judged,
+        stamps,
+        ..
+    } = scan(text, origin);
     let component = if judged == Component::Unknown {
         writer
     } else {

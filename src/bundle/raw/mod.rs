@@ -3,17 +3,22 @@
 //! Input is any mix of files and directories (walked recursively, in sorted order): `kubectl get -o
 //! json|yaml` output, `/metrics` dumps of kube-apiserver and etcd, PEM certificates, kubectl stderr
 //! and `-v6` traces, curl output, readyz/livez listings, APF debug dumps, watch streams, result lists
-//! of repeated requests, and log excerpts. `docs/raw-import.md` lists every kind, how it is
-//! recognised and what it becomes.
+//! of repeated requests, and log excerpts (with kube-apiserver's `Trace[…]` blocks and etcd's `took
+//! too long` warnings as timed hops). `docs/raw-import.md` lists every kind, how it is recognised
+//! and what it becomes.
 //!
 //! The rules this module keeps:
 //! * **Content decides the kind, never the name** ([`detect`]). The only use of a file name is to
 //!   pair a lone curl body with its headers/status file of the same stem, as a fallback.
 //! * **Nothing secret is kept**: Secrets are never deserialised, request headers of traces are
 //!   skipped, PEM private keys are never decoded, and only chosen fields reach the bundle.
-//! * **Bad input is one line**: a file named explicitly that is of no known kind, a malformed file of
-//!   a known kind, or a directory with nothing usable is a [`RawImportError`] naming the file (and
-//!   line); inside a directory an unknown file is only a `skipped` gap.
+//! * **One file never sinks a folder**: inside a directory, a file that cannot be read as the kind
+//!   its content shows (malformed, cut short, unreadable, too large, invalid UTF-8) — or an item of
+//!   one (a List's object, a ConfigMap's PEM value) — becomes an `unreadable` gap naming the file,
+//!   the line and the reason, and whatever else could be read is kept. A file named on the command
+//!   line, and every file under [`ImportOptions::strict`] (`--strict`), is held to the letter: its
+//!   first problem is a [`RawImportError`], one line `file:line: message`. A directory with nothing
+//!   usable is an error too.
 //! * **Time comes from the evidence**: `collection.collected_at` is the latest time the files carry
 //!   ([`timeline`]), and certificates are verified at that time.
 //!
@@ -43,6 +48,7 @@ mod state;
 mod status_table;
 mod status_text;
 mod targets;
+mod timed_hops;
 mod timeline;
 mod trailer;
 mod watch_stream;
@@ -75,13 +81,25 @@ pub enum RawImportError {
         /// The file.
         path: String,
     },
-    /// A file named explicitly is not text.
-    #[error("{path}: not a text file (invalid UTF-8 at byte {offset})")]
+    /// A file is not text (NUL bytes), or a text file holds bytes that are not UTF-8.
+    #[error("{path}{}: not a text file (invalid UTF-8 at byte {offset})", line_suffix(*.line))]
     NotText {
         /// The file.
         path: String,
+        /// 1-based line of the first bad byte, when the file is otherwise text.
+        line: Option<usize>,
         /// First byte that is not UTF-8.
         offset: usize,
+    },
+    /// A file is larger than extpath reads into memory.
+    #[error("{path}: too large to import ({size} bytes; the limit is {limit})")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: u64,
     },
     /// A file named explicitly is of no kind extpath imports.
     #[error("{path}: not a kind of file extpath imports: {reason}")]
@@ -102,14 +120,15 @@ pub enum RawImportError {
         message: String,
     },
     /// A directory held no file that gave evidence.
-    #[error(
-        "{path}: no usable file in this directory ({files} file(s), none of a kind extpath imports)"
-    )]
+    #[error("{path}: no usable file in this directory ({files} file(s){why})")]
     NothingUsable {
         /// The directory.
         path: String,
         /// Files seen.
         files: usize,
+        /// What became of them: `, none of a kind extpath imports`, or the first file that could
+        /// not be read.
+        why: String,
     },
 }
 
@@ -119,17 +138,37 @@ fn line_suffix(line: Option<usize>) -> String {
 
 /// Files larger than this are refused rather than read into memory (metrics dumps are streamed
 /// and have no limit).
-const MAX_TEXT_BYTES: u64 = 256 * 1024 * 1024;
+pub const MAX_TEXT_BYTES: u64 = 256 * 1024 * 1024;
 /// How much of a file is read to decide whether it is a metrics dump.
 const SNIFF_BYTES: usize = 16 * 1024;
+
+/// How an import treats files that cannot be read as their kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Every file — inside a directory too — is held to the rule for files named on the command
+    /// line: its first problem (malformed, cut short, unreadable, too large, invalid UTF-8) is an
+    /// error. Without it, such a file inside a directory is an `unreadable` gap (`--strict`).
+    pub strict: bool,
+    /// Text files larger than this are not read ([`MAX_TEXT_BYTES`] unless a test lowers it).
+    pub max_text_bytes: u64,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            strict: false,
+            max_text_bytes: MAX_TEXT_BYTES,
+        }
+    }
+}
 
 /// Build a bundle from raw files and directories.
 ///
 /// # Errors
-/// [`RawImportError`] for an unreadable path, a file named explicitly that is empty, not text or of
-/// no known kind, a malformed file of a known kind, or a directory with no usable file.
+/// [`RawImportError`] for an unreadable path, a file named explicitly that is empty, not text, of
+/// no known kind or malformed, or a directory with no usable file.
 pub fn import_paths(paths: &[PathBuf]) -> Result<EvidenceBundle, RawImportError> {
-    import_paths_at(paths, jiff::Timestamp::now())
+    import_paths_with(paths, jiff::Timestamp::now(), ImportOptions::default())
 }
 
 /// [`import_paths`] with the import time given (it is the collection time of undated evidence).
@@ -139,6 +178,19 @@ pub fn import_paths(paths: &[PathBuf]) -> Result<EvidenceBundle, RawImportError>
 pub fn import_paths_at(
     paths: &[PathBuf],
     now: jiff::Timestamp,
+) -> Result<EvidenceBundle, RawImportError> {
+    import_paths_with(paths, now, ImportOptions::default())
+}
+
+/// [`import_paths_at`] with options (`--strict`).
+///
+/// # Errors
+/// As [`import_paths`]; under `strict`, also any file inside a directory that cannot be read as
+/// its kind.
+pub fn import_paths_with(
+    paths: &[PathBuf],
+    now: jiff::Timestamp,
+    opts: ImportOptions,
 ) -> Result<EvidenceBundle, RawImportError> {
     if paths.is_empty() {
         return Err(RawImportError::NoPaths);
@@ -153,43 +205,103 @@ pub fn import_paths_at(
             reason: e.to_string(),
         })?;
         if meta.is_dir() {
-            let mut files = Vec::new();
-            walk(path, &mut files)?;
-            let mut used = 0;
-            for f in &files {
-                if import_file(&mut imp, f, false)? {
-                    used += 1;
-                }
-            }
-            if used == 0 {
-                return Err(RawImportError::NothingUsable {
-                    path: shown.clone(),
-                    files: files.len(),
-                });
-            }
+            import_dir(&mut imp, path, shown, opts)?;
         } else {
-            import_file(&mut imp, path, true)?;
+            imp.lenient = false;
+            import_file(&mut imp, path, true, opts)?;
         }
     }
     Ok(finish::assemble(imp, now))
 }
 
-/// Every file under `dir`, sorted by path. Symlinked directories are not followed (no loops).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RawImportError> {
+/// Import every file under a directory named on the command line. A file (or subdirectory) that
+/// cannot be read is a gap unless `strict`; a directory that gave nothing is an error.
+fn import_dir(
+    imp: &mut Importer,
+    path: &Path,
+    shown: &str,
+    opts: ImportOptions,
+) -> Result<(), RawImportError> {
+    let mut files = Vec::new();
+    let mut problems: Vec<RawImportError> = Vec::new();
+    walk(path, true, &mut files, &mut problems)?;
+    if opts.strict && !problems.is_empty() {
+        return Err(problems.remove(0));
+    }
+    for p in &problems {
+        imp.unreadable(p);
+    }
+    let mut used = 0;
+    let mut failed: Vec<RawImportError> = Vec::new();
+    for f in &files {
+        imp.lenient = !opts.strict;
+        let gaps_before = imp.bundle.gaps.len();
+        match import_file(imp, f, false, opts) {
+            Ok(true) => used += 1,
+            Ok(false) => {}
+            Err(e) if !opts.strict => {
+                // Evidence the reader took before it met the problem stays; the file is a gap.
+                imp.bundle.gaps.truncate(gaps_before);
+                imp.unreadable(&e);
+                failed.push(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if used == 0 {
+        let why = match failed.first().or(problems.first()) {
+            Some(e) => format!(
+                ", {} could not be read, the first: {e}",
+                failed.len() + problems.len()
+            ),
+            None => ", none of a kind extpath imports".to_string(),
+        };
+        return Err(RawImportError::NothingUsable {
+            path: shown.to_string(),
+            files: files.len(),
+            why,
+        });
+    }
+    Ok(())
+}
+
+/// Every file under `dir`, sorted by path. Symlinked directories are not followed (no loops). A
+/// subdirectory or entry that cannot be read is a problem of its own; only `dir` itself, when it
+/// was named on the command line (`top`), is an error.
+fn walk(
+    dir: &Path,
+    top: bool,
+    out: &mut Vec<PathBuf>,
+    problems: &mut Vec<RawImportError>,
+) -> Result<(), RawImportError> {
     let io = |e: std::io::Error| RawImportError::Io {
         path: dir.display().to_string(),
         reason: e.to_string(),
     };
-    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .collect::<Result<_, _>>()
-        .map_err(io)?;
+    let read = std::fs::read_dir(dir).and_then(|entries| entries.collect::<Result<Vec<_>, _>>());
+    let mut entries = match read {
+        Ok(entries) => entries,
+        Err(e) if top => return Err(io(e)),
+        Err(e) => {
+            problems.push(io(e));
+            return Ok(());
+        }
+    };
     entries.sort_by_key(std::fs::DirEntry::file_name);
     for e in entries {
-        let ty = e.file_type().map_err(io)?;
         let path = e.path();
+        let ty = match e.file_type() {
+            Ok(ty) => ty,
+            Err(err) => {
+                problems.push(RawImportError::Io {
+                    path: path.display().to_string(),
+                    reason: err.to_string(),
+                });
+                continue;
+            }
+        };
         if ty.is_dir() {
-            walk(&path, out)?;
+            walk(&path, false, out, problems)?;
         } else if ty.is_file() || (ty.is_symlink() && path.is_file()) {
             out.push(path);
         }
@@ -198,7 +310,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RawImportError> {
 }
 
 /// Import one file; `Ok(true)` when it gave evidence.
-fn import_file(imp: &mut Importer, path: &Path, explicit: bool) -> Result<bool, RawImportError> {
+fn import_file(
+    imp: &mut Importer,
+    path: &Path,
+    explicit: bool,
+    opts: ImportOptions,
+) -> Result<bool, RawImportError> {
     let shown = path.display().to_string();
     let io = |e: std::io::Error| RawImportError::Io {
         path: shown.clone(),
@@ -214,21 +331,28 @@ fn import_file(imp: &mut Importer, path: &Path, explicit: bool) -> Result<bool, 
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         stem: curl_stem(path),
     };
-    if head.iter().all(u8::is_ascii_whitespace) && size as usize == n {
+    let complete = size as usize == n;
+    if head.iter().all(u8::is_ascii_whitespace) && complete {
         if explicit {
             return Err(RawImportError::Empty { path: shown });
         }
         return Ok(false);
     }
-    if let Err(offset) = text_prefix(&head, size as usize == n) {
-        if explicit {
+    if let Err(offset) = text_prefix(&head, complete) {
+        let textual = looks_textual(&head);
+        if !textual && !explicit {
+            imp.skipped(&shown, "not a text file");
+            return Ok(false);
+        }
+        // A text file with a stray byte (a log cut mid-character, a Latin-1 name) is read below,
+        // the bad bytes replaced, when one file may not sink the folder.
+        if !textual || !imp.lenient {
             return Err(RawImportError::NotText {
                 path: shown,
+                line: textual.then(|| line_of(&head, offset)),
                 offset,
             });
         }
-        imp.skipped(&shown, "not a text file");
-        return Ok(false);
     }
     let head_text = std::str::from_utf8(&head)
         .unwrap_or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default());
@@ -237,11 +361,11 @@ fn import_file(imp: &mut Importer, path: &Path, explicit: bool) -> Result<bool, 
         let result = metrics_dump::read(imp, &ctx, reader);
         return finish_file(imp, &ctx, result);
     }
-    if size > MAX_TEXT_BYTES {
-        return Err(RawImportError::Malformed {
+    if size > opts.max_text_bytes {
+        return Err(RawImportError::TooLarge {
             path: shown,
-            line: None,
-            message: format!("too large to import ({size} bytes; the limit is {MAX_TEXT_BYTES})"),
+            size,
+            limit: opts.max_text_bytes,
         });
     }
     let mut bytes = head;
@@ -250,14 +374,22 @@ fn import_file(imp: &mut Importer, path: &Path, explicit: bool) -> Result<bool, 
         Ok(t) => t,
         Err(e) => {
             let offset = e.utf8_error().valid_up_to();
-            if explicit {
+            let bytes = e.into_bytes();
+            if !imp.lenient {
                 return Err(RawImportError::NotText {
                     path: shown,
+                    line: Some(line_of(&bytes, offset)),
                     offset,
                 });
             }
-            imp.skipped(&shown, "not a text file");
-            return Ok(false);
+            imp.unreadable(&RawImportError::Malformed {
+                path: shown.clone(),
+                line: Some(line_of(&bytes, offset)),
+                message: format!(
+                    "invalid UTF-8 at byte {offset}; read with the bad bytes replaced"
+                ),
+            });
+            String::from_utf8_lossy(&bytes).into_owned()
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
@@ -311,6 +443,31 @@ fn finish_file(
             message: one_line(&e.message),
         }),
     }
+}
+
+/// 1-based line of byte `offset`.
+fn line_of(bytes: &[u8], offset: usize) -> usize {
+    1 + bytes[..offset.min(bytes.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+/// Whether a prefix that is not clean UTF-8 is still text with a few bad bytes (no NUL, and
+/// almost all of it UTF-8), rather than a binary file.
+fn looks_textual(head: &[u8]) -> bool {
+    if head.contains(&0) {
+        return false;
+    }
+    let good = String::from_utf8_lossy(head)
+        .chars()
+        .filter(|&c| c != char::REPLACEMENT_CHARACTER)
+        .count();
+    let bad = String::from_utf8_lossy(head)
+        .chars()
+        .filter(|&c| c == char::REPLACEMENT_CHARACTER)
+        .count();
+    good > 0 && bad * 100 <= good
 }
 
 fn one_line(s: &str) -> String {

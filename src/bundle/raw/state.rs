@@ -149,11 +149,16 @@ pub(crate) struct Importer {
     pub objects: Vec<ObjectRecord>,
     pub probes: Vec<PendingProbe>,
     pub log_hits: Vec<LogHit>,
+    /// Timed hops read from logs, their targets not yet mapped.
+    pub hops: Vec<super::timed_hops::PendingHop>,
     pub stamps: Vec<Stamp>,
     pub metrics: Vec<MetricsDump>,
     pub ca_trusts: Vec<CaTrust>,
     pub cert_files: Vec<CertChainFile>,
     pub apf: ApfStates,
+    /// The file being read may not sink the import: a problem in it, or in an item of it, is an
+    /// `unreadable` gap and reading goes on (a file inside a directory, without `--strict`).
+    pub lenient: bool,
 }
 
 impl Importer {
@@ -163,11 +168,13 @@ impl Importer {
             objects: Vec::new(),
             probes: Vec::new(),
             log_hits: Vec::new(),
+            hops: Vec::new(),
             stamps: Vec::new(),
             metrics: Vec::new(),
             ca_trusts: Vec::new(),
             cert_files: Vec::new(),
             apf: ApfStates::default(),
+            lenient: false,
         }
     }
 
@@ -182,6 +189,40 @@ impl Importer {
     pub(crate) fn probe(&mut self, p: PendingProbe) {
         self.stamp(p.at);
         self.probes.push(p);
+    }
+
+    /// Record a file (or part of one) that could not be read: the gap's detail is the error
+    /// line `--strict` would print.
+    pub(crate) fn unreadable(&mut self, e: &super::RawImportError) {
+        let path = match e {
+            super::RawImportError::Io { path, .. }
+            | super::RawImportError::Empty { path }
+            | super::RawImportError::NotText { path, .. }
+            | super::RawImportError::TooLarge { path, .. }
+            | super::RawImportError::UnknownKind { path, .. }
+            | super::RawImportError::Malformed { path, .. }
+            | super::RawImportError::NothingUsable { path, .. } => path.as_str(),
+            super::RawImportError::NoPaths => "",
+        };
+        self.bundle.gaps.push(Gap::new(
+            format!("file:{path}"),
+            GapReason::Unreadable,
+            e.to_string(),
+        ));
+    }
+
+    /// A problem with a part of the file being read (an item of a List, a value of an object):
+    /// an `unreadable` gap when the file may not sink the import, else the file's error.
+    pub(crate) fn tolerate(&mut self, file: &FileCtx, e: FileError) -> Result<(), FileError> {
+        if !self.lenient {
+            return Err(e);
+        }
+        self.unreadable(&super::RawImportError::Malformed {
+            path: file.shown.clone(),
+            line: e.line,
+            message: e.message.split_whitespace().collect::<Vec<_>>().join(" "),
+        });
+        Ok(())
     }
 
     /// Record a skipped file.

@@ -11,7 +11,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::bundle::{EvidenceBundle, ObjectRef, Probe};
+use std::collections::BTreeMap;
+
+use crate::bundle::{EvidenceBundle, HopLayer, ObjectRef, Probe};
 
 static WEBHOOK_NAMED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?:failed calling webhook|admission webhook) "([^"]+)""#).expect("static regex")
@@ -140,6 +142,69 @@ pub(crate) fn log_target(
         .iter()
         .find(|c| c.group == group && c.kind == kind)
         .map(|c| ObjectRef::cluster("CustomResourceDefinition", &c.name))
+}
+
+/// The remote APIService serving `group` (the one of highest version priority), when the bundle
+/// has one: a group an extension API server serves through the aggregator.
+fn remote_api_service_of_group(group: &str, b: &EvidenceBundle) -> Option<ObjectRef> {
+    b.api_services
+        .iter()
+        .filter(|a| !a.is_local() && a.group == group)
+        .max_by_key(|a| a.version_priority.unwrap_or(0))
+        .map(|a| ObjectRef::cluster("APIService", &a.name))
+}
+
+/// The object a timed hop, or a step of one, concerns: the webhook a webhook call names; the CRD of
+/// a conversion; for a request, a storage call or an etcd warning, the remote APIService whose
+/// group its path (`/apis/<g>/…`), storage key (`/<g>/<resource>/…`, etcd's
+/// `key:"/registry/<g>/…"`) or resource (`<resource>.<g>`) addresses — such work is an extension
+/// API server's, never kube-apiserver's own storage. `None` otherwise.
+pub(crate) fn hop_target(
+    layer: HopLayer,
+    fields: &BTreeMap<String, String>,
+    path: Option<&str>,
+    b: &EvidenceBundle,
+) -> Option<ObjectRef> {
+    let by_group = |g: &str| remote_api_service_of_group(g, b);
+    match layer {
+        HopLayer::Admission => fields.get("webhook").map(|w| webhook_ref(w, b)),
+        HopLayer::Conversion => fields
+            .get("custom-resource-definition")
+            .or_else(|| fields.get("crd"))
+            .map(|c| ObjectRef::cluster("CustomResourceDefinition", c)),
+        HopLayer::Request | HopLayer::Other => {
+            let group = path?
+                .split('?')
+                .next()?
+                .trim_start_matches('/')
+                .strip_prefix("apis/")?
+                .split('/')
+                .next()?;
+            by_group(group)
+        }
+        HopLayer::Storage => {
+            let from_key = fields.get("key").and_then(|k| {
+                k.trim_start_matches('/')
+                    .split('/')
+                    .take(2)
+                    .find_map(&by_group)
+            });
+            from_key.or_else(|| {
+                fields
+                    .get("resource")
+                    .and_then(|r| r.split_once('.'))
+                    .and_then(|(_, g)| by_group(g))
+            })
+        }
+        HopLayer::Etcd => {
+            let request = fields.get("request")?;
+            let key = request.split("key:\"").nth(1)?.split('"').next()?;
+            key.trim_start_matches('/')
+                .split('/')
+                .take(3)
+                .find_map(by_group)
+        }
+    }
 }
 
 /// Webhook names quoted by client output.

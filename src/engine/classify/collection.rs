@@ -44,7 +44,10 @@ fn reason_words(r: GapReason) -> Option<&'static str> {
         GapReason::Timeout => Some("timed out"),
         GapReason::Unreachable => Some("unreachable"),
         GapReason::Error => Some("failed"),
-        GapReason::NotServed | GapReason::NotSupplied | GapReason::Skipped => None,
+        GapReason::NotServed
+        | GapReason::NotSupplied
+        | GapReason::Skipped
+        | GapReason::Unreadable => None,
     }
 }
 

@@ -264,6 +264,7 @@ pub fn apiserver_fact(base: &FactBase<'_>) -> Value {
             logs_of(base, Some(Component::ExtensionApiserver)),
         )
         .v("all_logs", logs_of(base, None))
+        .v("traced", super::timed::apiserver_requests(base.bundle))
         .v("observations", list(base.request_facts.iter().cloned()))
         .v("failing", list(failing))
         .v(
@@ -307,6 +308,8 @@ pub fn etcd_fact(base: &FactBase<'_>) -> Value {
             check_item(base, HealthEndpoint::ApiserverLivez, "etcd"),
         )
         .v("logs", logs_of(base, Some(Component::Etcd)))
+        .v("traced", super::timed::apiserver_storage(base.bundle))
+        .v("slow_requests", super::timed::etcd_warnings(base.bundle))
         .v("metrics", metrics_source_fact(base, MetricTarget::Etcd))
         .build()
 }

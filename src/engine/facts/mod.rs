@@ -14,6 +14,7 @@
 //! pods and certificates they point at), [`delegation`] (what the identity of an extension server
 //! may do, from RBAC), [`requests`]
 //! (observed requests, log findings), [`cluster`] (cluster, apiserver, etcd, APF objects),
+//! [`timed`] (timed hops: the calls an API server traced and etcd's slow-request warnings),
 //! [`value`] (CEL value building), [`sample`] (a fully populated bundle for load-time checks).
 
 pub mod backend;
@@ -22,6 +23,7 @@ pub mod delegation;
 pub mod objects;
 pub mod requests;
 pub mod sample;
+pub mod timed;
 pub mod value;
 
 use std::collections::HashMap;
@@ -122,6 +124,9 @@ pub struct FactBase<'b> {
     pub log_targets: Vec<Option<ObjectRef>>,
     /// Objects by `(namespace, name)`, so that thousands of subjects do not each scan every list.
     pub index: ObjectIndex<'b>,
+    /// The *timed* fact of each webhook and conversion webhook the timed hops name, by
+    /// `(kind, name)`.
+    pub traced: HashMap<(String, String), Value>,
 }
 
 /// Lookups of the bundle's namespaced objects by `(namespace, name)`.
@@ -251,6 +256,7 @@ impl<'b> FactBase<'b> {
             probe_targets,
             log_facts: bundle.log_findings.iter().map(requests::log_fact).collect(),
             index: ObjectIndex::new(bundle),
+            traced: timed::by_target(bundle),
             log_targets: bundle
                 .log_findings
                 .iter()
@@ -404,7 +410,10 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
         }
         SubjectSource::Webhook(w) => {
             let r = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
-            vars.push(("webhook", objects::webhook_fact(Some(w))));
+            vars.push((
+                "webhook",
+                objects::webhook_fact(Some(w), timed::of(&base.traced, Some(&r))),
+            ));
             vars.extend(webhook_target_vars(base, Some(&r), Some(&w.target)));
             vars.push(("observations", base.observations_of(&r)));
             vars.push(("logs", base.logs_of(&r, &[format!("\"{}\"", w.name)])));
@@ -515,7 +524,10 @@ fn request_vars(
                 cluster::extension_health_fact(base, api.map_or("", |a| a.name.as_str())),
             ),
         ),
-        ("webhook", objects::webhook_fact(wh)),
+        (
+            "webhook",
+            objects::webhook_fact(wh, timed::of(&base.traced, wh_ref)),
+        ),
         ("crd", objects::crd_fact(crd)),
         ("flowschema", cluster::flowschema_fact(base, fs)),
         ("prioritylevel", cluster::prioritylevel_fact(base, pl)),

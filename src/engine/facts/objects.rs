@@ -139,8 +139,9 @@ pub fn selector_excludes_namespace(s: &LabelSelector, ns: &str) -> bool {
     !s.matches(&labels)
 }
 
-/// `webhook`: one admission webhook.
-pub fn webhook_fact(w: Option<&Webhook>) -> Value {
+/// `webhook`: one admission webhook; `traced` is the *timed* fact of the calls to it
+/// ([`super::timed`]).
+pub fn webhook_fact(w: Option<&Webhook>, traced: Value) -> Value {
     let d = Webhook::default();
     let x = w.unwrap_or(&d);
     let ops: Vec<String> = {
@@ -256,6 +257,7 @@ pub fn webhook_fact(w: Option<&Webhook>) -> Value {
             "own_namespace_excluded",
             own_ns.is_empty() || selector_excludes_namespace(&x.namespace_selector, &own_ns),
         )
+        .v("traced", traced)
         .build()
 }
 

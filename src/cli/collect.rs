@@ -208,14 +208,30 @@ pub struct CollectArgs {
 }
 
 /// A progress bar on stderr, only when stderr is a terminal; with `-v 1` or more, a timed line per
-/// finished step instead (where a slow collection spends its time).
-pub struct Bar(Option<indicatif::ProgressBar>, Option<std::time::Instant>);
+/// finished step instead (where a slow collection spends its time), numbered against the total.
+pub struct Bar {
+    bar: Option<indicatif::ProgressBar>,
+    started: Option<std::time::Instant>,
+    done: std::sync::atomic::AtomicU64,
+    total: std::sync::atomic::AtomicU64,
+    said: std::sync::Mutex<Vec<String>>,
+}
 
 impl Bar {
+    fn with(bar: Option<indicatif::ProgressBar>, started: Option<std::time::Instant>) -> Self {
+        Bar {
+            bar,
+            started,
+            done: Default::default(),
+            total: Default::default(),
+            said: Default::default(),
+        }
+    }
+
     /// A bar if stderr is a TTY, else nothing; timed lines when `verbosity` ≥ 1.
     pub fn with_verbosity(verbosity: u8) -> Self {
         if verbosity >= 1 {
-            return Bar(None, Some(std::time::Instant::now()));
+            return Bar::with(None, Some(std::time::Instant::now()));
         }
         Bar::new()
     }
@@ -224,21 +240,23 @@ impl Bar {
     pub fn new() -> Self {
         use std::io::IsTerminal;
         if !std::io::stderr().is_terminal() {
-            return Bar(None, None);
+            return Bar::with(None, None);
         }
         let bar = indicatif::ProgressBar::new(1);
+        // 2 + 11 + 18 + 6 columns before the message, which takes what the terminal has left
+        // (`wide_msg`): at 80 columns, 43 — `second /metrics scrape in 10 s (--window)` fits.
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{spinner} collecting [{bar:30}] {pos}/{len} {msg}",
+                "{spinner} collecting [{bar:16}] {pos}/{len} {wide_msg}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar.enable_steady_tick(Duration::from_millis(120));
-        Bar(Some(bar), None)
+        Bar::with(Some(bar), None)
     }
     /// Remove the bar.
     pub fn finish(&self) {
-        if let Some(b) = &self.0 {
+        if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
     }
@@ -252,17 +270,41 @@ impl Default for Bar {
 
 impl Progress for Bar {
     fn set_total(&self, total: u64) {
-        if let Some(b) = &self.0 {
+        self.total
+            .store(total, std::sync::atomic::Ordering::Relaxed);
+        if let Some(b) = &self.bar {
             b.set_length(total);
         }
     }
     fn step(&self, what: &str) {
-        if let Some(b) = &self.0 {
+        let done = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if let Some(b) = &self.bar {
             b.inc(1);
             b.set_message(what.to_string());
         }
-        if let Some(started) = &self.1 {
-            eprintln!("[{:>7.3}s] done: {what}", started.elapsed().as_secs_f64());
+        if let Some(started) = &self.started {
+            eprintln!(
+                "[{:>7.3}s] done {done}/{}: {what}",
+                started.elapsed().as_secs_f64(),
+                self.total.load(std::sync::atomic::Ordering::Relaxed)
+            );
+        }
+    }
+    fn waiting(&self, what: &str, why: &str, remaining: Duration) {
+        let secs = remaining.as_secs_f64().ceil();
+        if let Some(b) = &self.bar {
+            b.set_message(format!("{what} in {secs:.0} s ({why})"));
+        }
+        // Timed lines say it once, when the wait starts.
+        if let Some(started) = &self.started {
+            let mut said = self.said.lock().unwrap_or_else(|e| e.into_inner());
+            if !said.iter().any(|s| s == what) {
+                said.push(what.to_string());
+                eprintln!(
+                    "[{:>7.3}s] waiting {secs:.0} s: {what} ({why})",
+                    started.elapsed().as_secs_f64()
+                );
+            }
         }
     }
 }

@@ -194,10 +194,13 @@ pub const STAGE_ONE: &[Source] = &[
 
 /// Progress reporting, so the CLI can draw a bar on a TTY and nothing elsewhere.
 pub trait Progress: Send + Sync {
-    /// `total` steps are now known.
+    /// `total` steps are now known (or changed: a step that will not happen is taken off).
     fn set_total(&self, total: u64);
     /// One step finished.
     fn step(&self, what: &str);
+    /// Waiting on purpose: `what` comes in `remaining`, because of `why` (a flag, a phase).
+    /// Called about once a second while it lasts, so a bar can count down instead of looking hung.
+    fn waiting(&self, _what: &str, _why: &str, _remaining: Duration) {}
 }
 
 /// No progress output.
@@ -206,6 +209,21 @@ pub struct NoProgress;
 impl Progress for NoProgress {
     fn set_total(&self, _: u64) {}
     fn step(&self, _: &str) {}
+}
+
+/// Sleep until `until`, telling `progress` what is awaited, and why, once a second.
+pub async fn wait_until(progress: &dyn Progress, what: &str, why: &str, until: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        let remaining = until - now;
+        progress.waiting(what, why, remaining);
+        let tick = Duration::from_millis(u64::try_from(remaining.as_millis() % 1000).unwrap_or(0))
+            .max(Duration::from_millis(1));
+        tokio::time::sleep(tick.min(remaining)).await;
+    }
 }
 
 /// The result of a collection.
@@ -264,7 +282,11 @@ pub async fn collect(
         context: conn.context.clone(),
     });
     let extra_steps = u64::from(etcd.is_some()) + u64::from(prometheus.is_some());
-    progress.set_total(STAGE_ONE.len() as u64 + 4 + extra_steps);
+    // Stage one, the first scrape, the second one (when there is a window), and stages two and
+    // three (Services…, discovery probes, Pods, TLS handshakes).
+    let second_scrape = u64::from(!opts.window.is_zero());
+    let total = STAGE_ONE.len() as u64 + 1 + second_scrape + 4 + extra_steps;
+    progress.set_total(total);
 
     // Stage one, the first scrapes, etcd's health and alarms, and Prometheus.
     let stage_one = futures::future::join_all(STAGE_ONE.iter().map(|s| {
@@ -379,11 +401,15 @@ pub async fn collect(
     let window = async {
         if first.any_ok() && !opts.window.is_zero() {
             let until = (Instant::now() + opts.window).min(deadline);
-            tokio::time::sleep_until(until).await;
+            wait_until(progress, "second /metrics scrape", "--window", until).await;
             let second = scrapes.second(&first, deadline).await;
             progress.step("/metrics (second scrape)");
             Some(second)
         } else {
+            if second_scrape > 0 {
+                // No first scrape to compare with: the second one will not happen.
+                progress.set_total(total - 1);
+            }
             None
         }
     };

@@ -220,3 +220,56 @@ fn the_structural_check_rejects_what_it_should() {
     bad_enum["verdicts"][0]["severity"] = Value::from("fatal");
     assert!(conforms(&bad_enum, &schema, &schema, "$").is_err());
 }
+
+/// Every `docs/diagnosis.md#rule-N` that a rule, the docs or the code cites exists, and no text
+/// cites the design notes that do not ship.
+#[test]
+fn cited_diagnosis_rules_exist() {
+    let root = super::util::repo();
+    let diagnosis = std::fs::read_to_string(root.join("docs/diagnosis.md")).unwrap();
+    let mut files = Vec::new();
+    for dir in ["rules", "docs", "src"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p
+                    .extension()
+                    .is_some_and(|x| x == "yaml" || x == "md" || x == "rs")
+                {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    let mut cited = 0;
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, _) in text.match_indices("docs/diagnosis.md#rule-") {
+            let n: String = text[i + "docs/diagnosis.md#rule-".len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if n.is_empty() {
+                // `docs/diagnosis.md#rule-N` in prose about the scheme itself.
+                continue;
+            }
+            assert!(
+                diagnosis.contains(&format!("<a id=\"rule-{n}\"></a>")),
+                "{}: cites docs/diagnosis.md#rule-{n}, which does not exist",
+                f.display()
+            );
+            cited += 1;
+        }
+        if f.extension().is_some_and(|x| x == "yaml") {
+            assert!(
+                !text.contains("DESIGN §"),
+                "{}: cites DESIGN, which does not ship",
+                f.display()
+            );
+        }
+    }
+    assert!(cited > 50, "only {cited} citations found");
+}

@@ -1,4 +1,4 @@
-//! The differential rules of DESIGN §1, end to end: each classic misattribution does not happen.
+//! The differential rules of docs/diagnosis.md, end to end: each classic misattribution does not happen.
 //! Every test analyses a fixture bundle with the bundled rules and checks the verdicts — the right
 //! class on the failing subjects, and no verdict anywhere blaming the layer the rule warns about.
 

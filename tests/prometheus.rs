@@ -329,7 +329,11 @@ async fn prometheus_gives_the_families_and_rates_of_a_direct_window() {
     // No window to wait for: the rates come from Prometheus' history.
     assert!(took < Duration::from_secs(5), "took {took:?}");
     let from_prom = from_prom.bundle();
-    assert!(gaps(&from_prom).is_empty(), "{:?}", gaps(&from_prom));
+    assert!(
+        crate::collect::gaps_beyond_etcd(&from_prom).is_empty(),
+        "{:?}",
+        gaps(&from_prom)
+    );
     assert_eq!(from_prom["metrics"][0]["target"], "apiserver");
     let window = &from_prom["metrics"][0]["window"];
     assert_eq!(at(&window["end"]), end);
@@ -440,12 +444,16 @@ async fn prometheus_gives_the_families_and_rates_of_a_direct_window() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let b = r.bundle();
     assert_eq!(
-        gaps(&b),
+        crate::collect::gaps_beyond_etcd(&b),
         [("metrics/apiserver".to_string(), "not_served".to_string())]
     );
     assert!(
-        b["gaps"][0]["detail"]
-            .as_str()
+        b["gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["source"] == "metrics/apiserver")
+            .and_then(|g| g["detail"].as_str())
             .unwrap()
             .contains(r#"{job="kube-apiserver-elsewhere"}"#)
     );
@@ -505,7 +513,7 @@ async fn an_unreachable_prometheus_is_a_gap_per_target() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let b = r.bundle();
     assert_eq!(
-        gaps(&b),
+        crate::collect::gaps_beyond_etcd(&b),
         [
             ("metrics/apiserver".to_string(), "unreachable".to_string()),
             ("metrics/etcd".into(), "unreachable".into()),

@@ -148,3 +148,29 @@ fn a_bad_rule_id_fails_before_collecting() {
     assert_eq!(code, 2);
     assert!(stderr.contains("no-such-rule"), "{stderr}");
 }
+
+#[test]
+fn a_timeout_not_longer_than_the_window_is_refused_before_collecting() {
+    let (code, stdout, stderr) = scan_with(&["--timeout", "5s", "--window", "10s"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.starts_with("error: --timeout 5s is not longer than --window 10s"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+fn scan_with(args: &[&str]) -> (i32, String, String) {
+    let out = extpath()
+        .env_remove("KUBECONFIG")
+        .args(["scan", "--demo"])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

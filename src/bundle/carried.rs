@@ -269,9 +269,15 @@ pub fn merge(into: &mut EvidenceBundle, from: &EvidenceBundle) {
             into.metrics.push(m.clone());
         }
     }
-    let endpoints: Vec<HealthEndpoint> = into.health_checks.iter().map(|c| c.endpoint).collect();
+    // One answer per source: an endpoint of one server, and etcd's alarm list apart from its
+    // `/health` (both are etcd health checks).
+    let key = |c: &super::HealthCheck| {
+        let alarms = !c.checks.is_empty() && c.checks.iter().all(|i| i.name.starts_with("alarm "));
+        (c.endpoint, c.owner(), alarms)
+    };
+    let present: Vec<_> = into.health_checks.iter().map(key).collect();
     for c in &from.health_checks {
-        if !endpoints.contains(&c.endpoint) {
+        if !present.contains(&key(c)) {
             into.health_checks.push(c.clone());
         }
     }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ObjectRef;
 
-/// The rungs of an extension path, outside-in (DESIGN §1 rule 9). When rules of several classes fire
+/// The rungs of an extension path, outside-in (docs/diagnosis.md#rule-9). When rules of several classes fire
 /// on one subject, the one on the earliest rung is the verdict and the rest are its consequences.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
@@ -423,7 +423,7 @@ impl Probe {
     }
 
     /// Every piece of error text this observation carries: transport error, body, Status message and
-    /// causes, watch error event — the inner errors rules classify on (DESIGN §1 rule 8).
+    /// causes, watch error event — the inner errors rules classify on (docs/diagnosis.md#rule-8).
     pub fn error_texts(&self) -> Vec<&str> {
         let mut out = Vec::new();
         if let Some(e) = &self.error {

@@ -155,6 +155,21 @@ impl CollectFlags {
         }
     }
 
+    /// Flags that cannot work together, refused before anything is sent.
+    ///
+    /// # Errors
+    /// `--timeout` shorter than `--window`: the second scrape could never happen (exit 2).
+    pub fn check(&self) -> anyhow::Result<()> {
+        if !self.window.is_zero() && self.timeout <= self.window {
+            return Err(super::input_error(format!(
+                "--timeout {} is not longer than --window {}: the second /metrics scrape would be cut off (raise --timeout, or lower --window; --window 0 scrapes once)",
+                humantime_short(self.timeout),
+                humantime_short(self.window)
+            )));
+        }
+        Ok(())
+    }
+
     /// The collection options.
     pub fn options(&self, kube: &KubeFlags, namespace: &str) -> CollectOptions {
         CollectOptions {
@@ -314,6 +329,7 @@ pub async fn collect_bundle(
     kube: &KubeFlags,
     flags: &CollectFlags,
 ) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    flags.check()?;
     let merges = flags.merges()?;
     let conn = crate::collect::connect(&kube.connect_options()).await?;
     let opts = flags.options(kube, &conn.namespace);
@@ -338,4 +354,16 @@ pub fn run(args: CollectArgs) -> anyhow::Result<u8> {
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(EXIT_OK)
+}
+
+/// `90s` → `1m30s`, `10s` → `10s`: a duration as the flags take it.
+fn humantime_short(d: Duration) -> String {
+    let secs = d.as_secs();
+    let ms = d.subsec_millis();
+    match (secs / 60, secs % 60, ms) {
+        (0, s, 0) => format!("{s}s"),
+        (0, s, ms) => format!("{s}.{ms:03}s"),
+        (m, 0, _) => format!("{m}m"),
+        (m, s, _) => format!("{m}m{s}s"),
+    }
 }

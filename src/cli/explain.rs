@@ -18,7 +18,7 @@ pub struct ExplainArgs {
     rule_args: RuleArgs,
 }
 
-/// What a class owns (DESIGN §1).
+/// What a class owns (docs/diagnosis.md).
 pub fn class_text(c: Class) -> &'static str {
     match c {
         Class::Aggregation => {

@@ -39,6 +39,7 @@ async fn collect_demo(
     flags: &CollectFlags,
     kube: &KubeFlags,
 ) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    flags.check()?;
     let merges = flags.merges()?;
     let scenario = crate::refserver::scenario::load_str(DEMO_SCENARIO, "demo.yaml")?;
     let server = crate::refserver::RefServer::start(scenario, Default::default()).await?;

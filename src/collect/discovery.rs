@@ -4,7 +4,7 @@
 //!
 //! These are the requests a user's client would make, sent through kube-apiserver so that the
 //! aggregator really proxies them with real TLS — the only way to see what `Available=True` hides
-//! (the availability controller skips CA and SAN checks; DESIGN §1 rule 7). Each outcome is recorded
+//! (the availability controller skips CA and SAN checks; docs/diagnosis.md#rule-7). Each outcome is recorded
 //! as a probe with its rung, status, latency, APF headers and Status causes, whatever it was.
 
 use futures::StreamExt;

@@ -389,6 +389,20 @@ pub async fn collect(
             bundle,
         });
     }
+    if etcd.is_none() {
+        // Not judged is not healthy: say what was not looked at, and how to look.
+        let how = "pass --etcd-metrics-url (etcd's client URL, with --etcd-cert, --etcd-key and --etcd-ca for client TLS)";
+        bundle.gaps.push(Gap::new(
+            etcd::GAP_HEALTH,
+            crate::bundle::GapReason::NotSupplied,
+            format!("etcd's own health was not checked: {how}"),
+        ));
+        bundle.gaps.push(Gap::new(
+            etcd::GAP_ALARMS,
+            crate::bundle::GapReason::NotSupplied,
+            format!("etcd's alarms (NOSPACE, CORRUPT) were not checked: {how}"),
+        ));
+    }
     for (id, result) in etcd_checks {
         match result {
             Ok(check) => bundle.health_checks.push(check),

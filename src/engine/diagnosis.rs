@@ -17,7 +17,7 @@ pub const WAIVERS_API_VERSION: &str = "extpath.dev/v1alpha1";
 /// `kind` of a Diagnosis document.
 pub const DIAGNOSIS_KIND: &str = "Diagnosis";
 
-/// The layer that owns a failure (DESIGN §1), or `Healthy` / `Inconclusive`.
+/// The layer that owns a failure (docs/diagnosis.md), or `Healthy` / `Inconclusive`.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]

@@ -4,7 +4,7 @@
 //! `analyze --raw` — and the subjects on which the rule must fire (`fires`) and must not
 //! (`not_fires`), as `KIND` or `KIND/NAME` patterns. It may also pin the classifier's verdict on a
 //! subject (`verdicts: {"APIService/x": Aggregation}`), which is how the differential rules of
-//! DESIGN §1 are tested end to end, and override settings (`set: {cert_warn_days: 14}`).
+//! docs/diagnosis.md are tested end to end, and override settings (`set: {cert_warn_days: 14}`).
 //!
 //! Inputs are resolved relative to the test file's directory first, then to the current directory
 //! (the repository root for the bundled rules). Every case runs with the whole rule set, so a rule is

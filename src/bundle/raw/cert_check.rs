@@ -6,7 +6,7 @@
 //! client verifies (`<svc>.<ns>.svc`, or the URL host) — or, when none does, whose issuer is a CA of
 //! its caBundle — and each candidate is verified exactly as the API server's client would: against
 //! that caBundle, for that name, at the bundle's collection time, in Go's words (`x509: certificate
-//! signed by unknown authority`; the check the availability probe skips, DESIGN §1 rule 7). Then:
+//! signed by unknown authority`; the check the availability probe skips, docs/diagnosis.md#rule-7). Then:
 //!
 //! * a candidate that verifies is the object's leaf (a served one first);
 //! * none verifies and there is one candidate: it is the object's, with its failed verification;

@@ -1,7 +1,7 @@
 //! The classifier (DESIGN §2): from what fired on each subject to one verdict per subject.
 //!
 //! * Rules of several classes fired: the one on the **earliest failing rung** of the ladder decides
-//!   (DESIGN §1 rule 9: registration → Service → port → endpoints → TLS → discovery → authn → authz →
+//!   (docs/diagnosis.md#rule-9: registration → Service → port → endpoints → TLS → discovery → authn → authz →
 //!   admission → conversion → verbs → storage → watch → backend; flow control comes first of all);
 //!   ties go to the higher severity, then the higher confidence, then rule order. The deciding rules
 //!   are those of the winner's class and rung; every other finding is a consequence.

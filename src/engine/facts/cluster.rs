@@ -307,6 +307,19 @@ pub fn etcd_fact(base: &FactBase<'_>) -> Value {
             "livez_check",
             check_item(base, HealthEndpoint::ApiserverLivez, "etcd"),
         )
+        .v(
+            "alarms",
+            // `etcdctl alarm list` / the gateway's alarm list: `NOSPACE`, `CORRUPT`.
+            strings(
+                base.bundle
+                    .health_checks
+                    .iter()
+                    .filter(|h| h.owner() == Component::Etcd)
+                    .flat_map(|h| h.checks.iter())
+                    .filter(|c| !c.ok)
+                    .filter_map(|c| c.name.strip_prefix("alarm ").map(str::to_string)),
+            ),
+        )
         .v("logs", logs_of(base, Some(Component::Etcd)))
         .v("traced", super::timed::apiserver_storage(base.bundle))
         .v("slow_requests", super::timed::etcd_warnings(base.bundle))

@@ -3,7 +3,7 @@
 //! A request fact merges the observations of one request (kubectl stderr, its `-v6` trace, a curl of
 //! the same URL): the most telling status (the first failing one), every status seen with counts,
 //! the Kubernetes `Status` reason/message/causes, every error text (transport error, body, Status
-//! message and causes, in-stream watch error — the inner errors DESIGN §1 rule 8 says to classify on),
+//! message and causes, in-stream watch error — the inner errors docs/diagnosis.md#rule-8 says to classify on),
 //! the headers that matter (Retry-After, the APF UIDs) and the watch outcome. Rules mostly read
 //! `request.text`, all error texts joined by newlines, with `contains`/`matches`.
 

@@ -155,7 +155,9 @@ pub fn display_text(v: &Value) -> String {
         Value::Int(i) => i.to_string(),
         Value::UInt(u) => u.to_string(),
         Value::Float(f) => number_text(*f),
-        Value::String(s) => s.to_string(),
+        // A value shown inside a sentence is one line: a body's final newline or a multi-line
+        // message (`[+]ping ok\n[-]etcd failed`) would break the summary it sits in.
+        Value::String(s) => s.trim_end().replace(['\n', '\r'], " "),
         Value::List(l) => l.iter().map(display_text).collect::<Vec<_>>().join(", "),
         Value::Map(_) => to_json(v).to_string(),
         other => format!("{other:?}"),

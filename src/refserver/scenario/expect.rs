@@ -25,7 +25,7 @@ pub struct Expect {
     pub warmup_ms: Option<u64>,
 }
 
-/// The classes a scenario may expect (DESIGN §1).
+/// The classes a scenario may expect (docs/diagnosis.md).
 pub const CLASSES: &[&str] = &[
     "Aggregation",
     "Admission",

@@ -409,6 +409,63 @@ async fn an_etcd_stall_is_storage() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_write_while_etcd_hangs_is_storage_not_unreachable() {
+    // The server answers /version and discovery; etcd never answers for ConfigMaps. The look-up
+    // of the object and the dry-run create both time out: that is the storage's failure to
+    // diagnose, never "the server could not be reached".
+    let server = start("storage-etcd-hung-writes").await;
+    let f = Files::new();
+    let cm = f.write(
+        "configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: why-probe\n  namespace: etcd-stall\ndata:\n  k: v\n",
+    );
+    let bounds = ["--request-timeout", "3s", "--timeout", "5s"];
+    let mut args = vec!["--dry-run", "-f", cm.to_str().unwrap(), "-o", "json"];
+    args.extend(bounds);
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1, "exit by the critical verdict: {}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["method"], "POST");
+    assert!(doc["request"]["status"].is_null(), "{}", doc["request"]);
+    assert!(
+        doc["request"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{}",
+        doc["request"]
+    );
+    assert_eq!(doc["trace"]["serving"], "built_in");
+    assert_eq!(verdict(&doc), ("Storage", "storage"));
+    assert!(
+        doc["diagnosis"]["gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["source"] == "objects/configmaps/etcd-stall/why-probe"
+                && g["reason"] == "timeout"),
+        "the look-up that could not be made is a gap: {}",
+        doc["diagnosis"]["gaps"]
+    );
+    // Nothing is stored: the one write carried dryRun=All.
+    let writes: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|q| q.method != "GET")
+        .collect();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(writes[0].path.contains("dryRun=All"), "{writes:?}");
+
+    // A list of the same resource: the same class.
+    let mut args = vec!["LIST", "/api/v1/namespaces/etcd-stall/configmaps", "-o", "json"];
+    args.extend(bounds);
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(verdict(&report(&r)), ("Storage", "storage"));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_403_is_auth_and_a_warning() {
     let server = start("auth-user-forbidden").await;
     let args = ["GET", FLUNDERS, "--as", "bob", "--as-group", "developers"];
@@ -536,6 +593,25 @@ async fn bad_input_exits_2_and_an_unreachable_server_exits_3() {
         vec![
             "GET".into(),
             "/api/v1/namespaces".into(),
+            "--kubeconfig".into(),
+            kc.display().to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("could not be reached"), "{}", r.stderr);
+    // A write against it: the same — nothing answers, so there is nothing to plan.
+    let cm = f.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: a}\n",
+    );
+    let (r, _) = extpath_run(
+        &f,
+        "why",
+        vec![
+            "--dry-run".into(),
+            "-f".into(),
+            cm.display().to_string(),
             "--kubeconfig".into(),
             kc.display().to_string(),
         ],

@@ -226,9 +226,12 @@ pub(super) async fn gather(
 
     // What serves the path.
     let mut api_service = None;
+    // The core group (`/api/v1`) is always kube-apiserver's own: no APIService can take it, so
+    // it is known even when the APIServices cannot be read (etcd hanging).
     let mut serving = match &target.addressed {
         Addressed::NonResource => Serving::NonResource,
         Addressed::Discovery { group, .. } if group.is_empty() => Serving::BuiltIn,
+        Addressed::Resource(r) if r.group.is_empty() => Serving::BuiltIn,
         _ => Serving::Unknown,
     };
     match apiservices {

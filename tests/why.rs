@@ -53,6 +53,29 @@ fn step<'a>(doc: &'a Value, rung: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {rung} step in {}", doc["path"]))
 }
 
+/// The step of `rung` that is the extension API server's (an aggregated path has one authn and
+/// one authz of kube-apiserver's, then the extension server's own).
+fn extension_step<'a>(doc: &'a Value, rung: &str) -> &'a Value {
+    doc["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["rung"] == rung && s["component"] == "extension-apiserver")
+        .unwrap_or_else(|| panic!("no extension {rung} step in {}", doc["path"]))
+}
+
+/// The rule ids on a step, and whether one of them decided the request's verdict.
+fn findings(step: &Value) -> (Vec<&str>, bool) {
+    let f = step["findings"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    (
+        f.iter().map(|x| x["rule"].as_str().unwrap()).collect(),
+        f.iter().any(|x| x["decides"] == true),
+    )
+}
+
 fn related(doc: &Value) -> Vec<String> {
     doc["verdict"]["related"]
         .as_array()
@@ -409,6 +432,145 @@ async fn an_etcd_stall_is_storage() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_refusing_the_front_proxy_breaks_at_its_own_authn() {
+    // kube-apiserver authenticated and authorized alice; the extension server refuses the
+    // aggregator's front-proxy client certificate (its availability check gets 401).
+    let server = start("auth-backend-401-front-proxy").await;
+    let backends = backend_flags(&server);
+    let mut args: Vec<&str> = vec!["GET", FLUNDERS, "--as", "alice", "-o", "json"];
+    args.extend(backends.iter().map(String::as_str));
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 503);
+    assert_eq!(verdict(&doc), ("Auth", "authn"));
+    // kube-apiserver's own steps passed: the user was authenticated and authorized there.
+    for rung in ["authn", "flowcontrol", "authz"] {
+        let s = step(&doc, rung);
+        assert_eq!(s["component"], "kube-apiserver", "{s}");
+        assert_eq!(s["state"], "passed", "{rung}: {s}");
+        assert!(!findings(s).1, "{rung}: {s}");
+    }
+    // The aggregator's check reached the extension through Service, endpoints and TLS.
+    for rung in [
+        "registration",
+        "service",
+        "port",
+        "endpoints",
+        "tls",
+        "discovery",
+    ] {
+        assert_eq!(
+            step(&doc, rung)["state"],
+            "passed",
+            "{rung}: {}",
+            step(&doc, rung)
+        );
+    }
+    let authn = extension_step(&doc, "authn");
+    assert_eq!(authn["state"], "failed", "{authn}");
+    let (rules, decides) = findings(authn);
+    assert!(decides, "{authn}");
+    assert!(
+        rules.contains(&"auth-request-extension-rejects-aggregator")
+            && rules.contains(&"auth-discovery-unauthorized"),
+        "{rules:?}"
+    );
+    assert_eq!(extension_step(&doc, "authz")["state"], "not_reached");
+    assert_eq!(extension_step(&doc, "verb")["state"], "not_reached");
+
+    let mut human = vec!["GET", FLUNDERS, "--as", "alice"];
+    human.extend(backends.iter().map(String::as_str));
+    let (r, _) = why(&server, &human).await;
+    assert!(
+        r.stdout
+            .contains("Auth, critical, broke at authn in the extension API server"),
+        "{}",
+        r.stdout
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_that_may_not_review_access_breaks_at_its_own_authz() {
+    // The extension's service account has no system:auth-delegator: its SubjectAccessReview for
+    // alice is forbidden (500). alice passed kube-apiserver's authorization; the RBAC objects
+    // gathered for the path say which binding is missing, and nothing else.
+    let server = start("auth-backend-403-delegated-authz").await;
+    let backends = backend_flags(&server);
+    let mut args: Vec<&str> = vec!["GET", FLUNDERS, "--as", "alice", "-o", "json"];
+    args.extend(backends.iter().map(String::as_str));
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 500);
+    assert_eq!(verdict(&doc), ("Auth", "authz"));
+    assert_eq!(
+        doc["verdict"]["rules"][0]["component"],
+        "extension-apiserver"
+    );
+    for rung in ["authn", "authz", "tls", "discovery"] {
+        let s = step(&doc, rung);
+        assert_eq!(s["state"], "passed", "{rung}: {s}");
+    }
+    assert_eq!(extension_step(&doc, "authn")["state"], "passed");
+    let authz = extension_step(&doc, "authz");
+    assert_eq!(authz["state"], "failed", "{authz}");
+    let (rules, decides) = findings(authz);
+    assert!(decides, "{authz}");
+    assert!(
+        rules.contains(&"auth-request-extension-delegation-failed")
+            && rules.contains(&"auth-delegation-rbac-auth-delegator"),
+        "{rules:?}"
+    );
+    // The reader Role is bound in this scenario: with the RBAC objects gathered, no finding may
+    // say it is missing (without them, an empty live bundle would).
+    let all = serde_json::to_string(&doc["diagnosis"]).unwrap();
+    assert!(!all.contains("auth-delegation-rbac-auth-reader"), "{all}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_externalname_backend_has_no_endpoints_by_design() {
+    let server = start("aggregation-externalname-healthy").await;
+    let port = server.backend_port("wardle").unwrap();
+    let addr = format!("api.wardle-system=127.0.0.1:{port}");
+    let (r, _) = why(
+        &server,
+        &[
+            "GET",
+            FLUNDERS,
+            "--as",
+            "alice",
+            "--backend-address",
+            &addr,
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 200);
+    assert!(doc["verdict"].is_null(), "{}", doc["verdict"]);
+    for s in doc["path"].as_array().unwrap() {
+        assert_eq!(s["state"], "passed", "every step passed: {s}");
+    }
+    let endpoints = step(&doc, "endpoints");
+    assert!(
+        endpoints["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("ExternalName"),
+        "{endpoints}"
+    );
+    for v in doc["diagnosis"]["verdicts"].as_array().unwrap() {
+        assert_eq!(v["class"], "Healthy", "{v}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dry_run_write_while_etcd_hangs_is_storage_not_unreachable() {
     // The server answers /version and discovery; etcd never answers for ConfigMaps. The look-up
     // of the object and the dry-run create both time out: that is the storage's failure to
@@ -457,7 +619,12 @@ async fn a_dry_run_write_while_etcd_hangs_is_storage_not_unreachable() {
     assert!(writes[0].path.contains("dryRun=All"), "{writes:?}");
 
     // A list of the same resource: the same class.
-    let mut args = vec!["LIST", "/api/v1/namespaces/etcd-stall/configmaps", "-o", "json"];
+    let mut args = vec![
+        "LIST",
+        "/api/v1/namespaces/etcd-stall/configmaps",
+        "-o",
+        "json",
+    ];
     args.extend(bounds);
     let (r, _) = why(&server, &args).await;
     assert_eq!(r.code, 1, "{}", r.stderr);

@@ -3,8 +3,10 @@
 //! The human view, top to bottom: the request line and the response (status, latency, the Status
 //! reason and message with its causes or the plain body, the headers that matter, a watch's stream);
 //! what serves the path; the steps rung by rung with ✓ passed, ✗ broke, · not reached, ? unknown
-//! and ! a problem no rule explains; then the verdict with its evidence, what it ruled out, the
-//! other findings along the path, what to run next, and the gaps.
+//! and ! a problem no rule explains (an aggregated path has the extension server's own authn and
+//! authz after kube-apiserver's; its texts say whose); then the verdict with its evidence — and,
+//! when it broke in the extension API server, that it did — what it ruled out, the other findings
+//! along the path, what to run next, and the gaps.
 //!
 //! Like the report renderers, this writes into a `&mut dyn Write` and reads neither the clock nor
 //! the environment, so its output depends only on what it is given (which is what the snapshots
@@ -17,7 +19,7 @@ use serde::Serialize;
 use super::steps::{Finding, Step, StepState, status_line};
 use crate::bundle::Probe;
 use crate::collect::why::{Decision, Investigation, Serving, Trace};
-use crate::engine::diagnosis::{Class, Diagnosis, Verdict};
+use crate::engine::diagnosis::{Class, Component, Diagnosis, Verdict};
 use crate::report::evidence_text;
 use crate::report::wrap::write_wrapped;
 
@@ -236,7 +238,12 @@ fn write_steps(
                 format!("not reached ({text})")
             };
         } else if text.is_empty() {
-            text = "no evidence".into();
+            // A ✗ is the rules' word, shown below it; only a step nobody judged has "no evidence".
+            text = if s.state == StepState::Failed {
+                "the rules below fired here".into()
+            } else {
+                "no evidence".into()
+            };
         }
         let prefix = format!(
             "  {} {}{}",
@@ -279,6 +286,12 @@ fn write_verdict(
         && !matches!(v.class, Class::Healthy | Class::Inconclusive)
     {
         head.push_str(&format!(", broke at {r}"));
+        if v.rules
+            .first()
+            .is_some_and(|h| h.component == Component::ExtensionApiserver)
+        {
+            head.push_str(" in the extension API server");
+        }
     }
     head.push_str(&format!(" (confidence {:.2})", v.confidence));
     label(out, paint, "Verdict", &head, width)?;

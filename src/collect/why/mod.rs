@@ -85,7 +85,10 @@ pub struct Window {
 /// # Errors
 /// [`WhyError::Unreachable`] when neither `/version` nor `/metrics` got an answer (a refused or
 /// broken connection, or no response in time); any HTTP answer, even an error status, is an answer.
-pub async fn open_window(gatherer: &Connection, request_timeout: Duration) -> Result<Window, WhyError> {
+pub async fn open_window(
+    gatherer: &Connection,
+    request_timeout: Duration,
+) -> Result<Window, WhyError> {
     let f = Fetcher::new(gatherer.client.clone(), request_timeout);
     let (version, first) = tokio::join!(f.get_json("/version"), metrics::scrape(&f));
     let first_at = jiff::Timestamp::now();
@@ -283,6 +286,10 @@ pub async fn investigate(
     bundle.certificates = scratch.certificates;
     bundle.health_checks = scratch.health_checks;
     bundle.events = scratch.events;
+    bundle.cluster_roles = scratch.cluster_roles;
+    bundle.cluster_role_bindings = scratch.cluster_role_bindings;
+    bundle.roles = scratch.roles;
+    bundle.role_bindings = scratch.role_bindings;
     bundle.gaps.extend(repro.gaps.iter().cloned());
     bundle.gaps.extend(scratch.gaps);
 

@@ -217,7 +217,10 @@ pub async fn plan_write(
             format!("objects/{resource}/{ns}"),
         )
     } else {
-        (format!("{gv_path}/{resource}"), format!("objects/{resource}"))
+        (
+            format!("{gv_path}/{resource}"),
+            format!("objects/{resource}"),
+        )
     };
     let (method, path) = match &obj.name {
         Some(name) => {

@@ -22,7 +22,7 @@ pub mod template;
 
 use std::path::Path;
 
-use super::diagnosis::{Class, Severity, SubjectKind};
+use super::diagnosis::{Class, Component, Severity, SubjectKind};
 use crate::bundle::Rung;
 pub use template::Template;
 
@@ -91,6 +91,8 @@ pub struct Rule {
     pub subjects: Vec<SubjectKind>,
     /// The rung of the ladder it tests.
     pub rung: Rung,
+    /// Whose step that rung is: kube-apiserver's (default) or the extension API server's.
+    pub component: Component,
     /// How strongly its firing supports its class (0..1).
     pub confidence: f64,
     /// Decide or support.

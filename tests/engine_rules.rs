@@ -135,8 +135,8 @@ fn a_broken_rule_is_one_line_naming_file_and_line() {
         ),
         (
             "team-component-kind.yaml",
-            "schema: extpath.dev/rules/v1\nid: team-component-kind\nclass: Admission\nseverity: warning\nsubject: ValidatingWebhook\nrung: admission\ncomponent: extension-apiserver\nwhen: 'true'\nsummary: x\nexplain: x\n",
-            ":7: component: extension-apiserver is for APIService and Request rules",
+            "schema: extpath.dev/rules/v1\nid: team-component-kind\nclass: Admission\nseverity: warning\nsubject: ValidatingWebhook\nrung: admission\ncomponent: extension_apiserver\nwhen: 'true'\nsummary: x\nexplain: x\n",
+            ":7: component: extension_apiserver is for APIService and Request rules",
         ),
         (
             "team-component-name.yaml",

@@ -60,7 +60,7 @@ fn extension_step<'a>(doc: &'a Value, rung: &str) -> &'a Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["rung"] == rung && s["component"] == "extension-apiserver")
+        .find(|s| s["rung"] == rung && s["component"] == "extension_apiserver")
         .unwrap_or_else(|| panic!("no extension {rung} step in {}", doc["path"]))
 }
 
@@ -428,6 +428,24 @@ async fn an_etcd_stall_is_storage() {
             .contains("[-]etcd failed"),
         "{storage}"
     );
+
+    // Without a timeout the list succeeds, in 2.5 s: slowed by storage, a warning.
+    let (r, _) = why(
+        &server,
+        &[
+            "LIST",
+            "/api/v1/namespaces/etcd-stall/configmaps",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 200);
+    assert_eq!(verdict(&doc), ("Storage", "storage"));
+    assert_eq!(doc["verdict"]["severity"], "warning");
+    assert_eq!(doc["verdict"]["rules"][0]["id"], "storage-request-slow");
     server.shutdown().await;
 }
 
@@ -447,7 +465,7 @@ async fn an_extension_refusing_the_front_proxy_breaks_at_its_own_authn() {
     // kube-apiserver's own steps passed: the user was authenticated and authorized there.
     for rung in ["authn", "flowcontrol", "authz"] {
         let s = step(&doc, rung);
-        assert_eq!(s["component"], "kube-apiserver", "{s}");
+        assert_eq!(s["component"], "kube_apiserver", "{s}");
         assert_eq!(s["state"], "passed", "{rung}: {s}");
         assert!(!findings(s).1, "{rung}: {s}");
     }
@@ -507,7 +525,7 @@ async fn an_extension_that_may_not_review_access_breaks_at_its_own_authz() {
     assert_eq!(verdict(&doc), ("Auth", "authz"));
     assert_eq!(
         doc["verdict"]["rules"][0]["component"],
-        "extension-apiserver"
+        "extension_apiserver"
     );
     for rung in ["authn", "authz", "tls", "discovery"] {
         let s = step(&doc, rung);
@@ -710,6 +728,135 @@ async fn a_watch_is_read_for_a_short_time_and_its_end_recorded() {
             .unwrap()
             .contains("the server closed the stream"),
         "{watch}"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_left_quiet_by_an_extension_that_went_away_is_aggregation() {
+    // The extension server goes away a second after the first watch opened — why's own, as the
+    // server is idle — and the stream stays open and quiet (then, with closeWatchesAfterMs, ends
+    // without an ERROR event). From the stream alone it looks healthy; the APIService around it
+    // does not.
+    let text = std::fs::read_to_string(repo().join("fixtures/scenarios/watch-extension-gone.yaml"))
+        .unwrap();
+    let gone = "{downAfterFirstWatchMs: 1000}";
+    assert!(text.contains(gone), "the scenario's behaviour moved");
+    let watch = "/apis/wardle.example.com/v1alpha1/namespaces/wardle-system/flunders";
+    for (behaviour, watch_for, end) in [
+        (gone.to_string(), "4s", "unknown"),
+        (
+            "{downAfterFirstWatchMs: 1000, closeWatchesAfterMs: 3000}".to_string(),
+            "10s",
+            "closed",
+        ),
+    ] {
+        let s = scenario::load_str(&text.replace(gone, &behaviour), "watch.yaml").unwrap();
+        let server = RefServer::start(s, crate::refserver::IDLE).await.unwrap();
+        let (r, _) = why(
+            &server,
+            &[
+                "WATCH",
+                watch,
+                "--as",
+                "alice",
+                "--watch-for",
+                watch_for,
+                "-o",
+                "json",
+            ],
+        )
+        .await;
+        assert_eq!(r.code, 1, "{behaviour}: {}", r.stderr);
+        let doc = report(&r);
+        assert_eq!(doc["request"]["status"], 200, "{behaviour}");
+        let w = &doc["request"]["watch"];
+        assert_eq!(w["end"], end, "{behaviour}: {w}");
+        assert!(w["error_event"].is_null(), "{behaviour}: {w}");
+        assert_eq!(verdict(&doc), ("Aggregation", "watch"), "{behaviour}");
+        let (rules, decides) = findings(step(&doc, "watch"));
+        assert!(
+            decides && rules.contains(&"aggregation-request-watch-stale"),
+            "{behaviour}: {rules:?}"
+        );
+        assert!(
+            step(&doc, "discovery")["evidence"]
+                .as_str()
+                .unwrap()
+                .contains("connection refused"),
+            "{behaviour}: {}",
+            step(&doc, "discovery")
+        );
+        // Every step was passed through: the stream opened and delivered its event.
+        for st in doc["path"].as_array().unwrap() {
+            assert_ne!(st["state"], "not_reached", "{behaviour}: {st}");
+        }
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_slowed_by_a_webhook_is_an_admission_warning() {
+    // A fail-open webhook answering in about 8 s: the dry-run create succeeds, slowly. The
+    // webhook's mean call over the window (exact, although 1.24's histogram stops at 2.5 s) is most
+    // of the request's latency.
+    let server = start("v1-24-admission-webhook-slow-ignore").await;
+    let f = Files::new();
+    let cm = f.write(
+        "configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: why-probe\n  namespace: wh-guarded\ndata:\n  k: v\n",
+    );
+    let file = cm.to_str().unwrap();
+    let args = ["--dry-run", "-f", file, "--request-timeout", "20s"];
+    let mut json = args.to_vec();
+    json.extend(["-o", "json"]);
+    let (r, _) = why(&server, &json).await;
+    assert_eq!(
+        r.code, 0,
+        "a warning is below the default --fail-on critical: {}",
+        r.stderr
+    );
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 201);
+    assert_eq!(verdict(&doc), ("Admission", "admission"));
+    assert_eq!(doc["verdict"]["severity"], "warning");
+    let summary = doc["verdict"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("webhook policy.webhook.example.com takes")
+            && summary.contains(" s per call"),
+        "names the webhook and the time: {summary}"
+    );
+    assert_eq!(
+        doc["request"]["admitted_by"][0]["name"],
+        "policy.webhook.example.com"
+    );
+    // The marks agree with the verdict: admission broke (slowly), nothing is "not reached" in a
+    // request that went through, and no ✓ sits above the webhook that took the time.
+    for st in doc["path"].as_array().unwrap() {
+        assert_ne!(st["state"], "not_reached", "{st}");
+        if st["rung"] == "admission" {
+            assert_eq!(st["state"], "failed", "{st}");
+        }
+    }
+    let head = step(&doc, "admission");
+    assert!(
+        head["evidence"]
+            .as_str()
+            .unwrap()
+            .starts_with("called for this write: ValidatingWebhook/policy.webhook.example.com"),
+        "{head}"
+    );
+    assert_eq!(step(&doc, "storage")["state"], "passed");
+
+    let mut gate = args.to_vec();
+    gate.extend(["--fail-on", "warning"]);
+    let (r, _) = why(&server, &gate).await;
+    assert_eq!(r.code, 1, "--fail-on warning counts it: {}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("Verdict   Admission, warning, broke at admission"),
+        "{}",
+        r.stdout
     );
     server.shutdown().await;
 }

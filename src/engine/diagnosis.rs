@@ -241,7 +241,7 @@ impl std::fmt::Display for Subject {
     Deserialize,
     JsonSchema,
 )]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum Component {
     /// kube-apiserver (its aggregator, admission and storage included).
     #[default]
@@ -251,11 +251,12 @@ pub enum Component {
 }
 
 impl Component {
-    /// `kube-apiserver` or `extension-apiserver`, as rules write it.
+    /// `kube_apiserver` or `extension_apiserver`, as rules write it (the fact model's log
+    /// components are named the same way).
     pub fn as_str(self) -> &'static str {
         match self {
-            Component::KubeApiserver => "kube-apiserver",
-            Component::ExtensionApiserver => "extension-apiserver",
+            Component::KubeApiserver => "kube_apiserver",
+            Component::ExtensionApiserver => "extension_apiserver",
         }
     }
 

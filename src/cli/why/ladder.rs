@@ -11,7 +11,7 @@
 //! A finding with no step of its rung on this path is returned apart, so nothing is lost.
 //!
 //! The request's verdict decides where it broke: the first step holding one of its deciding rules.
-//! Steps after it did not see this request; they are shown as not reached, with what their evidence
+//! When the request failed, steps after it did not see it; they are shown as not reached, with what their evidence
 //! says and the findings about their objects (consequences, not this request's failures). Healthy
 //! rules and history (cumulative counters) never mark a step.
 
@@ -36,7 +36,10 @@ fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
         if matches!(v.class, Class::Healthy | Class::Inconclusive) {
             continue;
         }
-        let is_request = request.is_some_and(|r| same(&r.subject, &v.subject));
+        // An informational verdict of the request (a working watch is out of scope for a stale
+        // controller) decides nothing about where it broke: it did not.
+        let is_request = request.is_some_and(|r| same(&r.subject, &v.subject))
+            && v.severity > crate::engine::diagnosis::Severity::Info;
         for r in &v.rules {
             out.push(Placed {
                 finding: Finding {
@@ -73,13 +76,16 @@ fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
 
 /// Place the diagnosis on the steps and set each step's state. A deciding rule of the request whose
 /// rung has no step here (a 404 route on `verb`, an extension's backend on `backend`) gets a step of
-/// its own, described by `answer` (what the server answered). Returns the other findings that have
+/// its own, described by `answer` (what the server answered). `answered` says the request got a
+/// success status: then every step was passed through, even the one its verdict is on (a slow
+/// webhook, a watch gone stale), and none is "not reached". Returns the other findings that have
 /// no step on this path.
 pub fn mark(
     steps: &mut Vec<Step>,
     d: &Diagnosis,
     request: Option<&Verdict>,
     answer: &str,
+    answered: bool,
 ) -> Vec<Finding> {
     let related: Vec<&Subject> = request
         .map(|r| r.related.iter().collect())
@@ -166,9 +172,29 @@ pub fn mark(
             }
         };
     }
-    if let Some(broke) = steps
-        .iter()
-        .position(|s| s.findings.iter().any(|f| f.decides))
+    // The admission head lists the webhooks a write is sent to; it speaks for the steps about
+    // them that follow it, so it never reads ✓ above a webhook that broke.
+    for i in 0..steps.len() {
+        if steps[i].rung != crate::bundle::Rung::Admission || steps[i].subject.is_some() {
+            continue;
+        }
+        let webhooks = steps[i + 1..]
+            .iter()
+            .take_while(|s| s.rung == crate::bundle::Rung::Admission && s.subject.is_some());
+        let mut worst = steps[i].state;
+        for w in webhooks {
+            worst = match (worst, w.state) {
+                (StepState::Failed, _) | (_, StepState::Failed) => StepState::Failed,
+                (StepState::Attention, _) | (_, StepState::Attention) => StepState::Attention,
+                (s, _) => s,
+            };
+        }
+        steps[i].state = worst;
+    }
+    if !answered
+        && let Some(broke) = steps
+            .iter()
+            .position(|s| s.findings.iter().any(|f| f.decides))
     {
         // What lands after the break is about the objects there (an APIService's consequence),
         // not this request, which never got there: listed, but not a ✗ of this request.
@@ -272,7 +298,7 @@ mod tests {
             vec![],
         );
         let d = diagnosis(vec![request.clone(), own, healthy]);
-        let leftover = mark(&mut steps, &d, Some(&request), "answered 503");
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 503", false);
         assert!(leftover.is_empty());
         let states: Vec<StepState> = steps.iter().map(|s| s.state).collect();
         assert_eq!(
@@ -322,7 +348,7 @@ mod tests {
             vec![],
         );
         let d = diagnosis(vec![request.clone(), level, elsewhere]);
-        let leftover = mark(&mut steps, &d, Some(&request), "answered 503");
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 503", false);
         assert_eq!(leftover.len(), 1, "no watch step on this path");
         assert_eq!(steps[1].findings.len(), 2);
         assert_eq!(steps[0].state, StepState::Passed);
@@ -332,7 +358,13 @@ mod tests {
         // Without a failing request nothing is "not reached"; bad evidence without a rule is
         // attention.
         let mut steps = vec![step(Rung::Storage, Seen::Bad, None)];
-        mark(&mut steps, &diagnosis(vec![]), None, "answered 200 OK");
+        mark(
+            &mut steps,
+            &diagnosis(vec![]),
+            None,
+            "answered 200 OK",
+            true,
+        );
         assert_eq!(steps[0].state, StepState::Attention);
     }
 
@@ -370,7 +402,7 @@ mod tests {
             vec![],
         );
         let d = diagnosis(vec![request.clone(), own, user]);
-        mark(&mut steps, &d, Some(&request), "answered 503");
+        mark(&mut steps, &d, Some(&request), "answered 503", false);
         let states: Vec<StepState> = steps.iter().map(|s| s.state).collect();
         assert_eq!(
             states,
@@ -410,7 +442,13 @@ mod tests {
         ];
         let request = verdict(req, Class::OutOfScope, Rung::Verb, vec![]);
         let d = diagnosis(vec![request.clone()]);
-        let leftover = mark(&mut steps, &d, Some(&request), "answered 404 Not Found");
+        let leftover = mark(
+            &mut steps,
+            &d,
+            Some(&request),
+            "answered 404 Not Found",
+            false,
+        );
         assert!(leftover.is_empty());
         let rungs: Vec<Rung> = steps.iter().map(|s| s.rung).collect();
         assert_eq!(

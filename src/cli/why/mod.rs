@@ -142,7 +142,8 @@ impl WhyArgs {
     }
 }
 
-/// The request's own verdict: the Request subject named after the reproduced request.
+/// The request's own verdict: the Request subject named after the reproduced request. A Healthy
+/// one is no verdict: the request succeeded and nothing slowed or staled it.
 fn request_verdict<'d>(
     d: &'d Diagnosis,
     inv: &crate::collect::why::Investigation,
@@ -164,6 +165,7 @@ fn request_verdict<'d>(
     d.verdicts
         .iter()
         .filter(|v| v.subject.kind == SubjectKind::Request)
+        .filter(|v| v.class != crate::engine::Class::Healthy)
         .find(|v| v.subject.name == name || v.subject.name.starts_with(&format!("{name} ")))
 }
 
@@ -249,7 +251,8 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
         Some(s) => format!("answered {}", steps::status_line(s)),
         None => "no response".to_string(),
     };
-    let other = ladder::mark(&mut path, &d, verdict, &answer);
+    let answered = inv.probe().status.is_some_and(|s| (200..400).contains(&s));
+    let other = ladder::mark(&mut path, &d, verdict, &answer, answered);
     let mut out = std::io::stdout().lock();
     match args.output {
         WhyFormat::Human => {

@@ -423,34 +423,56 @@ fn backend_answer(message: &str) -> Option<u16> {
     code.get(..3)?.parse().ok()
 }
 
+/// `ValidatingWebhook/a, MutatingWebhook/b`.
+fn webhook_list<'m>(ms: impl Iterator<Item = &'m crate::collect::why::WebhookMatch>) -> String {
+    ms.map(|m| format!("{}/{}", m.kind, m.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The admission head — which webhooks this write is sent to, which may be, which are not — then
+/// one step per webhook that is (or may be) called, with its backend.
 pub(super) fn webhook_steps(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
+    let of = |d: Decision| trace.webhooks.iter().filter(move |m| m.decision == d);
+    let called = of(Decision::Called).count();
+    let maybe = of(Decision::Unknown).count();
+    let mut text = match called {
+        0 => "no webhook is called for this write".to_string(),
+        _ => format!(
+            "called for this write: {}",
+            webhook_list(of(Decision::Called))
+        ),
+    };
+    if maybe > 0 {
+        text.push_str(&format!(
+            "; may be called (not decided here): {}",
+            webhook_list(of(Decision::Unknown))
+        ));
+    }
+    let mut head = Step::new(
+        Rung::Admission,
+        if maybe > 0 { Seen::Unknown } else { Seen::Ok },
+        text,
+    );
+    for m in of(Decision::Excluded) {
+        head.notes
+            .push(format!("not called: {}/{} — {}", m.kind, m.name, m.reason));
+    }
+    match trace.webhooks_not_in_rules {
+        0 if trace.webhooks.is_empty() => head.notes.push("no webhook is configured".into()),
+        0 => {}
+        n => head.notes.push(format!(
+            "not called: {n} other webhook{} whose rules do not cover this {} of {}",
+            if n == 1 { "" } else { "s" },
+            trace.method.operation().unwrap_or("write"),
+            resource_text(trace)
+        )),
+    }
     let called: Vec<_> = trace
         .webhooks
         .iter()
         .filter(|m| m.decision != Decision::Excluded)
         .collect();
-    let others = match trace.webhooks_not_in_rules {
-        0 => "no other webhook is configured".to_string(),
-        1 => "the rules of 1 other webhook do not cover it".to_string(),
-        n => format!("the rules of {n} other webhooks do not cover it"),
-    };
-    let mut head = Step::new(
-        Rung::Admission,
-        Seen::Ok,
-        format!(
-            "{} webhook{} called for this write; {others}",
-            called.len(),
-            if called.len() == 1 { " is" } else { "s are" },
-        ),
-    );
-    for m in trace
-        .webhooks
-        .iter()
-        .filter(|m| m.decision == Decision::Excluded)
-    {
-        head.notes
-            .push(format!("{}/{} not called: {}", m.kind, m.name, m.reason));
-    }
     let mut out = vec![head];
     for m in called {
         let w: Option<&Webhook> = b

@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::steps::{Finding, Step, StepState, status_line};
 use crate::bundle::Probe;
 use crate::collect::why::{Decision, Investigation, Serving, Trace};
-use crate::engine::diagnosis::{Class, Component, Diagnosis, Verdict};
+use crate::engine::diagnosis::{Class, Component, Diagnosis, Severity, Verdict};
 use crate::report::evidence_text;
 use crate::report::wrap::write_wrapped;
 
@@ -284,6 +284,7 @@ fn write_verdict(
     let mut head = format!("{}, {}", v.class, v.severity);
     if let Some(r) = v.rung
         && !matches!(v.class, Class::Healthy | Class::Inconclusive)
+        && v.severity > Severity::Info
     {
         head.push_str(&format!(", broke at {r}"));
         if v.rules
@@ -431,4 +432,42 @@ pub fn render(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::steps::Seen;
+    use super::*;
+    use crate::bundle::Rung;
+
+    fn render(step: Step) -> String {
+        let mut out = Vec::new();
+        write_steps(&mut out, &[step], &Paint(false), 100).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_mark_agrees_with_its_text() {
+        // ✗ comes from a rule, shown under it; its own text never says there is nothing.
+        let mut failed = Step::new(Rung::Verb, Seen::Unknown, "");
+        failed.state = StepState::Failed;
+        failed.findings.push(Finding {
+            rule: "r".into(),
+            class: "Aggregation".into(),
+            subject: "APIService/x".into(),
+            summary: "it broke".into(),
+            decides: true,
+        });
+        let text = render(failed);
+        assert!(text.starts_with("  ✗ verb"), "{text}");
+        assert!(
+            !text.contains("no evidence") && !text.contains("not checked"),
+            "{text}"
+        );
+        assert!(text.contains("✗ it broke (r)"), "{text}");
+        // "No evidence" has its own mark.
+        let mut unknown = Step::new(Rung::Verb, Seen::Unknown, "");
+        unknown.state = StepState::Unknown;
+        assert!(render(unknown).starts_with("  ? verb  no evidence"));
+    }
 }

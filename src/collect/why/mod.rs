@@ -15,8 +15,9 @@
 //!    its own rejection, its webhook calls and the etcd latency around it are in the increases.
 //!
 //! The result is an ordinary [`EvidenceBundle`] holding only this path's objects, plus the request
-//! as a probe (so the engine builds the `Request` subject from it and fills `related` with the
-//! APIService, webhook or CRD it concerns), and a [`Trace`] of how the path was resolved: what serves
+//! as a probe marked `reproduced` (so the engine builds the `Request` subject from it whatever its
+//! outcome, and fills `related` with the APIService, webhook or CRD it concerns; a write's probe
+//! lists the webhooks it is sent to), and a [`Trace`] of how the path was resolved: what serves
 //! it, which webhooks and which FlowSchema match and why. Collection never judges: which rung broke is
 //! the engine's answer.
 
@@ -301,6 +302,13 @@ pub async fn investigate(
     if let Some(a) = &path.api_service {
         probe.target = Some(ObjectRef::cluster("APIService", a));
     }
+    // The webhooks a write is sent to, as matched: what a slow write's latency is compared with.
+    probe.admitted_by = path
+        .webhooks
+        .iter()
+        .filter(|m| m.decision == webhook_match::Decision::Called)
+        .map(|m| ObjectRef::cluster(&m.kind, &m.name))
+        .collect();
     bundle.probes.push(probe);
     bundle.collection.collected_at = Some(second_at);
     bundle.collection.collected_at_basis = Some(TimeBasis::Clock);

@@ -409,7 +409,7 @@ pub fn load_one(
         return Err(err(
             file,
             component_line,
-            "component: extension-apiserver is for APIService and Request rules (the extension API server is reached through an APIService)",
+            "component: extension_apiserver is for APIService and Request rules (the extension API server is reached through an APIService)",
         ));
     }
     if component == Component::KubeApiserver
@@ -420,7 +420,7 @@ pub fn load_one(
             file,
             component_line,
             format!(
-                "an APIService's {rung} is the extension API server's (front-proxy authentication, delegated authorization): add `component: extension-apiserver`"
+                "an APIService's {rung} is the extension API server's (front-proxy authentication, delegated authorization): add `component: extension_apiserver`"
             ),
         ));
     }

@@ -1,8 +1,9 @@
 //! Which subjects a bundle has verdicts for, and which object each observed request concerns.
 //!
 //! Subjects are the objects of the extension paths (remote APIServices, each webhook, CRDs, FlowSchemas,
-//! PriorityLevels), the API server and etcd as a whole when there is evidence about them, and each
-//! failing request known from client output. Local APIServices (`spec.service` unset) are served in
+//! PriorityLevels), the API server and etcd as a whole when there is evidence about them, each
+//! failing request known from client output, and the request `why` reproduced (`Probe.reproduced`),
+//! failing or not — a slow success or a watch gone quiet is judged too. Local APIServices (`spec.service` unset) are served in
 //! process and have no path of their own to judge; their failures show up on the Request, APIServer
 //! and Etcd subjects.
 //!

@@ -128,6 +128,21 @@ fn a_broken_rule_is_one_line_naming_file_and_line() {
             "schema: extpath.dev/rules/v1\nid: team-template\nclass: Aggregation\nseverity: warning\nsubject: APIService\nrung: tls\nwhen: 'true'\nsummary: \"{{ service.nmae }}\"\nexplain: x\n",
             ":8: summary: `service` has no field `nmae`",
         ),
+        (
+            "team-component.yaml",
+            "schema: extpath.dev/rules/v1\nid: team-component\nclass: Auth\nseverity: warning\nsubject: APIService\nrung: authn\nwhen: 'true'\nsummary: x\nexplain: x\n",
+            ":6: an APIService's authn is the extension API server's",
+        ),
+        (
+            "team-component-kind.yaml",
+            "schema: extpath.dev/rules/v1\nid: team-component-kind\nclass: Admission\nseverity: warning\nsubject: ValidatingWebhook\nrung: admission\ncomponent: extension_apiserver\nwhen: 'true'\nsummary: x\nexplain: x\n",
+            ":7: component: extension_apiserver is for APIService and Request rules",
+        ),
+        (
+            "team-component-name.yaml",
+            "schema: extpath.dev/rules/v1\nid: team-component-name\nclass: Auth\nseverity: warning\nsubject: Request\nrung: authn\ncomponent: extension\nwhen: 'true'\nsummary: x\nexplain: x\n",
+            ":7: unknown component \"extension\"",
+        ),
     ];
     for (name, text, needle) in cases {
         let dir = tempfile::tempdir().unwrap();

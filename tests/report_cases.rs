@@ -43,6 +43,7 @@ fn hit(
         class,
         severity,
         rung,
+        component: Default::default(),
         summary: summary.to_string(),
         evidence: evidence
             .iter()
@@ -64,6 +65,7 @@ fn consequence(rule: &str, class: Class, rung: Rung, summary: &str) -> Consequen
         rule: rule.to_string(),
         class,
         rung,
+        component: Default::default(),
         summary: summary.to_string(),
     }
 }

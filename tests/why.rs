@@ -53,6 +53,29 @@ fn step<'a>(doc: &'a Value, rung: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {rung} step in {}", doc["path"]))
 }
 
+/// The step of `rung` that is the extension API server's (an aggregated path has one authn and
+/// one authz of kube-apiserver's, then the extension server's own).
+fn extension_step<'a>(doc: &'a Value, rung: &str) -> &'a Value {
+    doc["path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["rung"] == rung && s["component"] == "extension_apiserver")
+        .unwrap_or_else(|| panic!("no extension {rung} step in {}", doc["path"]))
+}
+
+/// The rule ids on a step, and whether one of them decided the request's verdict.
+fn findings(step: &Value) -> (Vec<&str>, bool) {
+    let f = step["findings"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    (
+        f.iter().map(|x| x["rule"].as_str().unwrap()).collect(),
+        f.iter().any(|x| x["decides"] == true),
+    )
+}
+
 fn related(doc: &Value) -> Vec<String> {
     doc["verdict"]["related"]
         .as_array()
@@ -405,6 +428,225 @@ async fn an_etcd_stall_is_storage() {
             .contains("[-]etcd failed"),
         "{storage}"
     );
+
+    // Without a timeout the list succeeds, in 2.5 s: slowed by storage, a warning.
+    let (r, _) = why(
+        &server,
+        &[
+            "LIST",
+            "/api/v1/namespaces/etcd-stall/configmaps",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 200);
+    assert_eq!(verdict(&doc), ("Storage", "storage"));
+    assert_eq!(doc["verdict"]["severity"], "warning");
+    assert_eq!(doc["verdict"]["rules"][0]["id"], "storage-request-slow");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_refusing_the_front_proxy_breaks_at_its_own_authn() {
+    // kube-apiserver authenticated and authorized alice; the extension server refuses the
+    // aggregator's front-proxy client certificate (its availability check gets 401).
+    let server = start("auth-backend-401-front-proxy").await;
+    let backends = backend_flags(&server);
+    let mut args: Vec<&str> = vec!["GET", FLUNDERS, "--as", "alice", "-o", "json"];
+    args.extend(backends.iter().map(String::as_str));
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 503);
+    assert_eq!(verdict(&doc), ("Auth", "authn"));
+    // kube-apiserver's own steps passed: the user was authenticated and authorized there.
+    for rung in ["authn", "flowcontrol", "authz"] {
+        let s = step(&doc, rung);
+        assert_eq!(s["component"], "kube_apiserver", "{s}");
+        assert_eq!(s["state"], "passed", "{rung}: {s}");
+        assert!(!findings(s).1, "{rung}: {s}");
+    }
+    // The aggregator's check reached the extension through Service, endpoints and TLS.
+    for rung in [
+        "registration",
+        "service",
+        "port",
+        "endpoints",
+        "tls",
+        "discovery",
+    ] {
+        assert_eq!(
+            step(&doc, rung)["state"],
+            "passed",
+            "{rung}: {}",
+            step(&doc, rung)
+        );
+    }
+    let authn = extension_step(&doc, "authn");
+    assert_eq!(authn["state"], "failed", "{authn}");
+    let (rules, decides) = findings(authn);
+    assert!(decides, "{authn}");
+    assert!(
+        rules.contains(&"auth-request-extension-rejects-aggregator")
+            && rules.contains(&"auth-discovery-unauthorized"),
+        "{rules:?}"
+    );
+    assert_eq!(extension_step(&doc, "authz")["state"], "not_reached");
+    assert_eq!(extension_step(&doc, "verb")["state"], "not_reached");
+
+    let mut human = vec!["GET", FLUNDERS, "--as", "alice"];
+    human.extend(backends.iter().map(String::as_str));
+    let (r, _) = why(&server, &human).await;
+    assert!(
+        r.stdout
+            .contains("Auth, critical, broke at authn in the extension API server"),
+        "{}",
+        r.stdout
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_that_may_not_review_access_breaks_at_its_own_authz() {
+    // The extension's service account has no system:auth-delegator: its SubjectAccessReview for
+    // alice is forbidden (500). alice passed kube-apiserver's authorization; the RBAC objects
+    // gathered for the path say which binding is missing, and nothing else.
+    let server = start("auth-backend-403-delegated-authz").await;
+    let backends = backend_flags(&server);
+    let mut args: Vec<&str> = vec!["GET", FLUNDERS, "--as", "alice", "-o", "json"];
+    args.extend(backends.iter().map(String::as_str));
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 500);
+    assert_eq!(verdict(&doc), ("Auth", "authz"));
+    assert_eq!(
+        doc["verdict"]["rules"][0]["component"],
+        "extension_apiserver"
+    );
+    for rung in ["authn", "authz", "tls", "discovery"] {
+        let s = step(&doc, rung);
+        assert_eq!(s["state"], "passed", "{rung}: {s}");
+    }
+    assert_eq!(extension_step(&doc, "authn")["state"], "passed");
+    let authz = extension_step(&doc, "authz");
+    assert_eq!(authz["state"], "failed", "{authz}");
+    let (rules, decides) = findings(authz);
+    assert!(decides, "{authz}");
+    assert!(
+        rules.contains(&"auth-request-extension-delegation-failed")
+            && rules.contains(&"auth-delegation-rbac-auth-delegator"),
+        "{rules:?}"
+    );
+    // The reader Role is bound in this scenario: with the RBAC objects gathered, no finding may
+    // say it is missing (without them, an empty live bundle would).
+    let all = serde_json::to_string(&doc["diagnosis"]).unwrap();
+    assert!(!all.contains("auth-delegation-rbac-auth-reader"), "{all}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_externalname_backend_has_no_endpoints_by_design() {
+    let server = start("aggregation-externalname-healthy").await;
+    let port = server.backend_port("wardle").unwrap();
+    let addr = format!("api.wardle-system=127.0.0.1:{port}");
+    let (r, _) = why(
+        &server,
+        &[
+            "GET",
+            FLUNDERS,
+            "--as",
+            "alice",
+            "--backend-address",
+            &addr,
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 200);
+    assert!(doc["verdict"].is_null(), "{}", doc["verdict"]);
+    for s in doc["path"].as_array().unwrap() {
+        assert_eq!(s["state"], "passed", "every step passed: {s}");
+    }
+    let endpoints = step(&doc, "endpoints");
+    assert!(
+        endpoints["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("ExternalName"),
+        "{endpoints}"
+    );
+    for v in doc["diagnosis"]["verdicts"].as_array().unwrap() {
+        assert_eq!(v["class"], "Healthy", "{v}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_write_while_etcd_hangs_is_storage_not_unreachable() {
+    // The server answers /version and discovery; etcd never answers for ConfigMaps. The look-up
+    // of the object and the dry-run create both time out: that is the storage's failure to
+    // diagnose, never "the server could not be reached".
+    let server = start("storage-etcd-hung-writes").await;
+    let f = Files::new();
+    let cm = f.write(
+        "configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: why-probe\n  namespace: etcd-stall\ndata:\n  k: v\n",
+    );
+    let bounds = ["--request-timeout", "3s", "--timeout", "5s"];
+    let mut args = vec!["--dry-run", "-f", cm.to_str().unwrap(), "-o", "json"];
+    args.extend(bounds);
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1, "exit by the critical verdict: {}", r.stderr);
+    let doc = report(&r);
+    assert_eq!(doc["request"]["method"], "POST");
+    assert!(doc["request"]["status"].is_null(), "{}", doc["request"]);
+    assert!(
+        doc["request"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{}",
+        doc["request"]
+    );
+    assert_eq!(doc["trace"]["serving"], "built_in");
+    assert_eq!(verdict(&doc), ("Storage", "storage"));
+    assert!(
+        doc["diagnosis"]["gaps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["source"] == "objects/configmaps/etcd-stall/why-probe"
+                && g["reason"] == "timeout"),
+        "the look-up that could not be made is a gap: {}",
+        doc["diagnosis"]["gaps"]
+    );
+    // Nothing is stored: the one write carried dryRun=All.
+    let writes: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|q| q.method != "GET")
+        .collect();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert!(writes[0].path.contains("dryRun=All"), "{writes:?}");
+
+    // A list of the same resource: the same class.
+    let mut args = vec![
+        "LIST",
+        "/api/v1/namespaces/etcd-stall/configmaps",
+        "-o",
+        "json",
+    ];
+    args.extend(bounds);
+    let (r, _) = why(&server, &args).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(verdict(&report(&r)), ("Storage", "storage"));
     server.shutdown().await;
 }
 
@@ -491,6 +733,135 @@ async fn a_watch_is_read_for_a_short_time_and_its_end_recorded() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_left_quiet_by_an_extension_that_went_away_is_aggregation() {
+    // The extension server goes away a second after the first watch opened — why's own, as the
+    // server is idle — and the stream stays open and quiet (then, with closeWatchesAfterMs, ends
+    // without an ERROR event). From the stream alone it looks healthy; the APIService around it
+    // does not.
+    let text = std::fs::read_to_string(repo().join("fixtures/scenarios/watch-extension-gone.yaml"))
+        .unwrap();
+    let gone = "{downAfterFirstWatchMs: 1000}";
+    assert!(text.contains(gone), "the scenario's behaviour moved");
+    let watch = "/apis/wardle.example.com/v1alpha1/namespaces/wardle-system/flunders";
+    for (behaviour, watch_for, end) in [
+        (gone.to_string(), "4s", "unknown"),
+        (
+            "{downAfterFirstWatchMs: 1000, closeWatchesAfterMs: 3000}".to_string(),
+            "10s",
+            "closed",
+        ),
+    ] {
+        let s = scenario::load_str(&text.replace(gone, &behaviour), "watch.yaml").unwrap();
+        let server = RefServer::start(s, crate::refserver::IDLE).await.unwrap();
+        let (r, _) = why(
+            &server,
+            &[
+                "WATCH",
+                watch,
+                "--as",
+                "alice",
+                "--watch-for",
+                watch_for,
+                "-o",
+                "json",
+            ],
+        )
+        .await;
+        assert_eq!(r.code, 1, "{behaviour}: {}", r.stderr);
+        let doc = report(&r);
+        assert_eq!(doc["request"]["status"], 200, "{behaviour}");
+        let w = &doc["request"]["watch"];
+        assert_eq!(w["end"], end, "{behaviour}: {w}");
+        assert!(w["error_event"].is_null(), "{behaviour}: {w}");
+        assert_eq!(verdict(&doc), ("Aggregation", "watch"), "{behaviour}");
+        let (rules, decides) = findings(step(&doc, "watch"));
+        assert!(
+            decides && rules.contains(&"aggregation-request-watch-stale"),
+            "{behaviour}: {rules:?}"
+        );
+        assert!(
+            step(&doc, "discovery")["evidence"]
+                .as_str()
+                .unwrap()
+                .contains("connection refused"),
+            "{behaviour}: {}",
+            step(&doc, "discovery")
+        );
+        // Every step was passed through: the stream opened and delivered its event.
+        for st in doc["path"].as_array().unwrap() {
+            assert_ne!(st["state"], "not_reached", "{behaviour}: {st}");
+        }
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_slowed_by_a_webhook_is_an_admission_warning() {
+    // A fail-open webhook answering in about 8 s: the dry-run create succeeds, slowly. The
+    // webhook's mean call over the window (exact, although 1.24's histogram stops at 2.5 s) is most
+    // of the request's latency.
+    let server = start("v1-24-admission-webhook-slow-ignore").await;
+    let f = Files::new();
+    let cm = f.write(
+        "configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: why-probe\n  namespace: wh-guarded\ndata:\n  k: v\n",
+    );
+    let file = cm.to_str().unwrap();
+    let args = ["--dry-run", "-f", file, "--request-timeout", "20s"];
+    let mut json = args.to_vec();
+    json.extend(["-o", "json"]);
+    let (r, _) = why(&server, &json).await;
+    assert_eq!(
+        r.code, 0,
+        "a warning is below the default --fail-on critical: {}",
+        r.stderr
+    );
+    let doc = report(&r);
+    assert_eq!(doc["request"]["status"], 201);
+    assert_eq!(verdict(&doc), ("Admission", "admission"));
+    assert_eq!(doc["verdict"]["severity"], "warning");
+    let summary = doc["verdict"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("webhook policy.webhook.example.com takes")
+            && summary.contains(" s per call"),
+        "names the webhook and the time: {summary}"
+    );
+    assert_eq!(
+        doc["request"]["admitted_by"][0]["name"],
+        "policy.webhook.example.com"
+    );
+    // The marks agree with the verdict: admission broke (slowly), nothing is "not reached" in a
+    // request that went through, and no ✓ sits above the webhook that took the time.
+    for st in doc["path"].as_array().unwrap() {
+        assert_ne!(st["state"], "not_reached", "{st}");
+        if st["rung"] == "admission" {
+            assert_eq!(st["state"], "failed", "{st}");
+        }
+    }
+    let head = step(&doc, "admission");
+    assert!(
+        head["evidence"]
+            .as_str()
+            .unwrap()
+            .starts_with("called for this write: ValidatingWebhook/policy.webhook.example.com"),
+        "{head}"
+    );
+    assert_eq!(step(&doc, "storage")["state"], "passed");
+
+    let mut gate = args.to_vec();
+    gate.extend(["--fail-on", "warning"]);
+    let (r, _) = why(&server, &gate).await;
+    assert_eq!(r.code, 1, "--fail-on warning counts it: {}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("Verdict   Admission, warning, broke at admission"),
+        "{}",
+        r.stdout
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_exits_2_and_an_unreachable_server_exits_3() {
     let server = start("healthy").await;
     for (args, want) in [
@@ -536,6 +907,25 @@ async fn bad_input_exits_2_and_an_unreachable_server_exits_3() {
         vec![
             "GET".into(),
             "/api/v1/namespaces".into(),
+            "--kubeconfig".into(),
+            kc.display().to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("could not be reached"), "{}", r.stderr);
+    // A write against it: the same — nothing answers, so there is nothing to plan.
+    let cm = f.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: a}\n",
+    );
+    let (r, _) = extpath_run(
+        &f,
+        "why",
+        vec![
+            "--dry-run".into(),
+            "-f".into(),
+            cm.display().to_string(),
             "--kubeconfig".into(),
             kc.display().to_string(),
         ],

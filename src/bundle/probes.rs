@@ -384,6 +384,17 @@ pub struct Probe {
     /// kept, so this is what remains of it to tell a backend that serves another group/version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovery_group_version: Option<String>,
+    /// Sent by `why` to reproduce the request a user asks about: it is judged as a Request
+    /// whatever its outcome — a watch that went quiet or a write that succeeded slowly is a
+    /// question too, not only a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reproduced: bool,
+    /// The admission webhooks this write is sent to, as extpath matched them the way the API
+    /// server does (rules, namespace and object selectors): `kind` `ValidatingWebhook` or
+    /// `MutatingWebhook`, `name` the webhook's `webhooks[].name`. Webhooks whose call could not
+    /// be decided (`matchConditions`) are not listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub admitted_by: Vec<ObjectRef>,
 }
 
 fn one() -> u32 {
@@ -419,6 +430,8 @@ impl Probe {
             watch: None,
             at: None,
             discovery_group_version: None,
+            reproduced: false,
+            admitted_by: Vec::new(),
         }
     }
 

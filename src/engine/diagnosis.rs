@@ -226,6 +226,58 @@ impl std::fmt::Display for Subject {
     }
 }
 
+/// Whose step a rule's rung is: kube-apiserver's own, or the extension API server's behind an
+/// APIService. Two servers authenticate and authorize an aggregated request — kube-apiserver the
+/// user, then the extension server the aggregator's front-proxy identity (authn) and the user by a
+/// SubjectAccessReview (delegated authz) — so a rung alone does not say whose step failed.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Component {
+    /// kube-apiserver (its aggregator, admission and storage included).
+    #[default]
+    KubeApiserver,
+    /// The extension API server behind an APIService.
+    ExtensionApiserver,
+}
+
+impl Component {
+    /// `kube_apiserver` or `extension_apiserver`, as rules write it (the fact model's log
+    /// components are named the same way).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Component::KubeApiserver => "kube_apiserver",
+            Component::ExtensionApiserver => "extension_apiserver",
+        }
+    }
+
+    /// Every component, the default first.
+    pub const ALL: [Component; 2] = [Component::KubeApiserver, Component::ExtensionApiserver];
+
+    /// Whether this is the default (left out of serialized hits).
+    pub fn is_default(&self) -> bool {
+        *self == Component::KubeApiserver
+    }
+}
+
+impl std::fmt::Display for Component {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One rule that fired on a subject, with the values of its evidence expressions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RuleHit {
@@ -237,6 +289,9 @@ pub struct RuleHit {
     pub severity: Severity,
     /// The rung the rule tests.
     pub rung: Rung,
+    /// Whose step that rung is (left out for kube-apiserver's).
+    #[serde(default, skip_serializing_if = "Component::is_default")]
+    pub component: Component,
     /// The rule's summary, rendered for this subject.
     pub summary: String,
     /// Named evidence values, in the rule's order.
@@ -263,6 +318,9 @@ pub struct Consequence {
     pub class: Class,
     /// Its rung.
     pub rung: Rung,
+    /// Whose step that rung is (left out for kube-apiserver's).
+    #[serde(default, skip_serializing_if = "Component::is_default")]
+    pub component: Component,
     /// Its summary, rendered.
     pub summary: String,
 }

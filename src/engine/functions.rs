@@ -203,6 +203,7 @@ pub fn histogram_value(a: &HistogramAnswer) -> Value {
         .f("fraction", a.fraction)
         .b("beyond_top_bucket", a.beyond_top_bucket)
         .f("top_bucket", a.top_bucket)
+        .f("mean", a.mean)
         .s("text", a.text.clone())
         .build()
 }

@@ -126,6 +126,10 @@ pub struct HistogramAnswer {
     pub beyond_top_bucket: bool,
     /// The highest finite bucket bound of the matching series (0 when there is none).
     pub top_bucket: f64,
+    /// The mean observation in seconds: `_sum` over `_count` in the same basis (0 without
+    /// observations or without `_sum`). Exact where a quantile beyond the top bucket is only a
+    /// bound — a 1.24 webhook histogram stops at 2.5 s; its mean still says 8 s.
+    pub mean: f64,
     /// The quantile for people: `1.2 s`, `> 2.5 s` when it lies beyond the top bucket, `no
     /// observations` when there are none; empty for `above` queries.
     pub text: String,
@@ -386,18 +390,21 @@ impl MetricsIndex {
         families: &[String],
         selector: &[LabelMatch],
         cumulative: bool,
-    ) -> (bool, bool, &'static str, Vec<Bucket>) {
+    ) -> (bool, bool, &'static str, Vec<Bucket>, f64) {
         let (present, series) = self.select(target, families, selector);
         let windowed = self.source(target).is_some_and(|s| s.window.is_some());
         let use_window = windowed && !cumulative;
         let mut merged: Vec<Bucket> = Vec::new();
+        let mut sum = 0.0;
         for (_, s) in &series {
             if use_window {
                 if let Some(w) = &s.window {
                     merge_buckets(&mut merged, &w.buckets);
+                    sum += w.sum_delta.map_or(0.0, |v| v.0);
                 }
             } else {
                 merge_buckets(&mut merged, &s.buckets);
+                sum += s.sum.map_or(0.0, |v| v.0);
             }
         }
         merged.sort_by(|a, b| {
@@ -410,7 +417,7 @@ impl MetricsIndex {
             (true, true) => "window",
             (true, false) => "cumulative",
         };
-        (present, windowed, basis, merged)
+        (present, windowed, basis, merged, sum)
     }
 
     /// The `q`-quantile (seconds) of the matching histogram series.
@@ -422,7 +429,7 @@ impl MetricsIndex {
         q: f64,
         cumulative: bool,
     ) -> HistogramAnswer {
-        let (present, windowed, basis, buckets) =
+        let (present, windowed, basis, buckets, sum) =
             self.merged_buckets(target, families, selector, cumulative);
         let count = buckets
             .iter()
@@ -444,6 +451,7 @@ impl MetricsIndex {
             fraction: 0.0,
             beyond_top_bucket,
             top_bucket,
+            mean: if count > 0.0 { sum / count } else { 0.0 },
             text: quantile_text(count, value, beyond_top_bucket),
         }
     }
@@ -457,7 +465,7 @@ impl MetricsIndex {
         selector: &[LabelMatch],
         threshold: f64,
     ) -> HistogramAnswer {
-        let (present, windowed, basis, buckets) =
+        let (present, windowed, basis, buckets, sum) =
             self.merged_buckets(target, families, selector, false);
         let count = buckets
             .iter()
@@ -481,6 +489,7 @@ impl MetricsIndex {
                 .iter()
                 .rfind(|b| b.le.0.is_finite())
                 .map_or(0.0, |b| b.le.0),
+            mean: if count > 0.0 { sum / count } else { 0.0 },
             text: String::new(),
         }
     }
@@ -689,6 +698,10 @@ w_count{name=\"fast\"} 10
         assert!(slow.beyond_top_bucket);
         assert_eq!((slow.value, slow.top_bucket), (2.5, 2.5));
         assert_eq!(slow.text, "> 2.5 s");
+        assert_eq!(
+            slow.mean, 8.5,
+            "the mean is exact where the quantile is a bound"
+        );
         let fast = idx.quantile(
             MetricTarget::Apiserver,
             &fam,

@@ -103,6 +103,18 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "APF queue wait p99 at or above this means requests are queueing",
     },
     SettingDef {
+        name: "request_slow_seconds",
+        default: 1.0,
+        unit: "seconds",
+        help: "a request that succeeded in at least this long is slow: the layer that took the time is looked for",
+    },
+    SettingDef {
+        name: "request_layer_share",
+        default: 0.5,
+        unit: "ratio",
+        help: "a layer whose time is at least this share of a slow request's latency is named as what slowed it",
+    },
+    SettingDef {
         name: "watch_cache_wait_p99_warn_seconds",
         default: 1.0,
         unit: "seconds",

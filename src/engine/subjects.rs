@@ -1,8 +1,9 @@
 //! Which subjects a bundle has verdicts for, and which object each observed request concerns.
 //!
 //! Subjects are the objects of the extension paths (remote APIServices, each webhook, CRDs, FlowSchemas,
-//! PriorityLevels), the API server and etcd as a whole when there is evidence about them, and each
-//! failing request known from client output. Local APIServices (`spec.service` unset) are served in
+//! PriorityLevels), the API server and etcd as a whole when there is evidence about them, each
+//! failing request known from client output, and the request `why` reproduced (`Probe.reproduced`),
+//! failing or not — a slow success or a watch gone quiet is judged too. Local APIServices (`spec.service` unset) are served in
 //! process and have no path of their own to judge; their failures show up on the Request, APIServer
 //! and Etcd subjects.
 //!
@@ -216,12 +217,16 @@ pub fn is_failing(p: &Probe) -> bool {
     bad_status || bad_counts || bad_exit || bad_watch || p.error.is_some()
 }
 
+/// Whether an observation is a Request subject of its own: it failed, it is a watch a user
+/// captured, or it is the request `why` reproduced (judged whatever its outcome).
 fn wants_subject(p: &Probe) -> bool {
     // extpath's own dial of an object's backend (no request path) is an observation of that
     // object, not a request of its own.
     let backend_dial = p.origin.kind == ProbeKind::Probe && p.path.is_none() && p.target.is_some();
     !backend_dial
-        && (is_failing(p) || (p.origin.kind == ProbeKind::ClientOutput && p.watch.is_some()))
+        && (p.reproduced
+            || is_failing(p)
+            || (p.origin.kind == ProbeKind::ClientOutput && p.watch.is_some()))
 }
 
 fn path_key(p: &Probe) -> Option<String> {

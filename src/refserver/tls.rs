@@ -109,7 +109,29 @@ pub async fn serve<F, S>(
     listener: TcpListener,
     config: SharedConfig,
     make: F,
+    shutdown: watch::Receiver<bool>,
+) where
+    F: Fn(PeerChain) -> S + Send + Sync + 'static,
+    S: tower::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let (_never, stop) = watch::channel(false);
+    serve_until_stopped(listener, config, make, shutdown, stop).await;
+}
+
+/// [`serve`], but when `stop` turns true the server stops listening — its port refuses new
+/// connections — while the connections it has keep being served until `shutdown`: what a Go
+/// server's graceful termination does (`HTTPServerStoppedListening`), which keeps open watch
+/// streams open and quiet.
+pub async fn serve_until_stopped<F, S>(
+    listener: TcpListener,
+    config: SharedConfig,
+    make: F,
     mut shutdown: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
 ) where
     F: Fn(PeerChain) -> S + Send + Sync + 'static,
     S: tower::Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
@@ -120,9 +142,20 @@ pub async fn serve<F, S>(
 {
     let make = Arc::new(make);
     let mut connections = JoinSet::new();
+    let mut stopped = false;
+    let mut may_stop = true;
     loop {
         tokio::select! {
             _ = shutdown.changed() => break,
+            changed = stop.changed(), if may_stop => match changed {
+                // No one can stop it any more: it listens until shutdown.
+                Err(_) => may_stop = false,
+                Ok(()) if *stop.borrow() => {
+                    stopped = true;
+                    break;
+                }
+                Ok(()) => {}
+            },
             accepted = listener.accept() => {
                 let Ok((tcp, _)) = accepted else { continue };
                 let cfg = config.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -144,6 +177,19 @@ pub async fn serve<F, S>(
             }
         }
         while connections.try_join_next().is_some() {}
+    }
+    if stopped && !*shutdown.borrow() {
+        let addr = listener.local_addr().ok();
+        drop(listener);
+        // Keep the port bound but not listening, so that no other server takes it and
+        // connecting to it is refused by the kernel (best effort: the bind may be refused).
+        let _reserved = addr.and_then(|a| {
+            let socket = tokio::net::TcpSocket::new_v4().ok()?;
+            socket.set_reuseaddr(true).ok()?;
+            socket.bind(a).ok()?;
+            Some(socket)
+        });
+        let _ = shutdown.changed().await;
     }
     connections.abort_all();
 }

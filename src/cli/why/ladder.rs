@@ -3,17 +3,20 @@
 //!
 //! Every rule that fired on a verdict of this path — the request's own verdict, and those of the
 //! APIService, webhooks, CRD, FlowSchema, priority level, API server and etcd it passes — lands on
-//! the step of its rung: on the step about its own object when it is about one (an APIService's TLS
-//! rule on that APIService's TLS step; the request's rules on the steps of the objects the request
-//! is related to), else on the path-wide step of that rung (authentication, priority and fairness,
-//! storage). A finding with no step of its rung on this path is returned apart, so nothing is lost.
+//! the step of its rung and of its component (kube-apiserver's, or the extension API server's: an
+//! aggregated request is authenticated and authorized by both, and the rule says whose step it
+//! tests): on the step about its own object when it is about one (an APIService's TLS rule on that
+//! APIService's TLS step; the request's rules on the steps of the objects the request is related
+//! to), else on the path-wide step of that rung (authentication, priority and fairness, storage).
+//! A finding with no step of its rung on this path is returned apart, so nothing is lost.
 //!
 //! The request's verdict decides where it broke: the first step holding one of its deciding rules.
-//! Steps after it did not see this request; they are shown as not reached, with what their evidence
-//! says. Healthy rules and history (cumulative counters) never mark a step.
+//! When the request failed, steps after it did not see it; they are shown as not reached, with what their evidence
+//! says and the findings about their objects (consequences, not this request's failures). Healthy
+//! rules and history (cumulative counters) never mark a step.
 
 use super::steps::{Finding, Seen, Step, StepState};
-use crate::engine::diagnosis::{Class, Diagnosis, Subject, SubjectKind, Verdict};
+use crate::engine::diagnosis::{Class, Component, Diagnosis, Subject, SubjectKind, Verdict};
 
 fn same(a: &Subject, b: &Subject) -> bool {
     a.kind == b.kind && a.name == b.name
@@ -22,6 +25,7 @@ fn same(a: &Subject, b: &Subject) -> bool {
 struct Placed {
     finding: Finding,
     rung: crate::bundle::Rung,
+    component: Component,
     subject: Subject,
     from_request: bool,
 }
@@ -32,7 +36,10 @@ fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
         if matches!(v.class, Class::Healthy | Class::Inconclusive) {
             continue;
         }
-        let is_request = request.is_some_and(|r| same(&r.subject, &v.subject));
+        // An informational verdict of the request (a working watch is out of scope for a stale
+        // controller) decides nothing about where it broke: it did not.
+        let is_request = request.is_some_and(|r| same(&r.subject, &v.subject))
+            && v.severity > crate::engine::diagnosis::Severity::Info;
         for r in &v.rules {
             out.push(Placed {
                 finding: Finding {
@@ -43,6 +50,7 @@ fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
                     decides: is_request,
                 },
                 rung: r.rung,
+                component: r.component,
                 subject: v.subject.clone(),
                 from_request: is_request,
             });
@@ -57,6 +65,7 @@ fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
                     decides: false,
                 },
                 rung: c.rung,
+                component: c.component,
                 subject: v.subject.clone(),
                 from_request: is_request,
             });
@@ -67,23 +76,37 @@ fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
 
 /// Place the diagnosis on the steps and set each step's state. A deciding rule of the request whose
 /// rung has no step here (a 404 route on `verb`, an extension's backend on `backend`) gets a step of
-/// its own, described by `answer` (what the server answered). Returns the other findings that have
+/// its own, described by `answer` (what the server answered). `answered` says the request got a
+/// success status: then every step was passed through, even the one its verdict is on (a slow
+/// webhook, a watch gone stale), and none is "not reached". Returns the other findings that have
 /// no step on this path.
 pub fn mark(
     steps: &mut Vec<Step>,
     d: &Diagnosis,
     request: Option<&Verdict>,
     answer: &str,
+    answered: bool,
 ) -> Vec<Finding> {
     let related: Vec<&Subject> = request
         .map(|r| r.related.iter().collect())
         .unwrap_or_default();
     let mut leftover = Vec::new();
     for p in findings(d, request) {
+        // The step of the finding's component, when the path has one of that rung (an aggregated
+        // path has kube-apiserver's authn and the extension server's); else any of the rung.
+        let component = if steps
+            .iter()
+            .any(|s| s.rung == p.rung && s.component == p.component)
+        {
+            Some(p.component)
+        } else {
+            None
+        };
+        let of_rung = |s: &Step| s.rung == p.rung && component.is_none_or(|c| s.component == c);
         let own: Vec<usize> = steps
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.rung == p.rung)
+            .filter(|(_, s)| of_rung(s))
             .filter(|(_, s)| {
                 s.subject.as_ref().is_some_and(|x| {
                     same(x, &p.subject) || (p.from_request && related.iter().any(|r| same(r, x)))
@@ -105,7 +128,7 @@ pub fn mark(
             steps
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| s.rung == p.rung && s.subject.is_none())
+                .filter(|(_, s)| of_rung(s) && s.subject.is_none())
                 .map(|(i, _)| i)
                 .collect()
         };
@@ -120,6 +143,7 @@ pub fn mark(
                     .find(|&i| steps[i].rung > p.rung)
                     .unwrap_or(steps.len());
                 let mut step = Step::new(p.rung, Seen::Unknown, answer);
+                step.component = p.component;
                 step.findings.push(p.finding);
                 steps.insert(at, step);
             } else {
@@ -148,12 +172,34 @@ pub fn mark(
             }
         };
     }
-    if let Some(broke) = steps
-        .iter()
-        .position(|s| s.findings.iter().any(|f| f.decides))
+    // The admission head lists the webhooks a write is sent to; it speaks for the steps about
+    // them that follow it, so it never reads ✓ above a webhook that broke.
+    for i in 0..steps.len() {
+        if steps[i].rung != crate::bundle::Rung::Admission || steps[i].subject.is_some() {
+            continue;
+        }
+        let webhooks = steps[i + 1..]
+            .iter()
+            .take_while(|s| s.rung == crate::bundle::Rung::Admission && s.subject.is_some());
+        let mut worst = steps[i].state;
+        for w in webhooks {
+            worst = match (worst, w.state) {
+                (StepState::Failed, _) | (_, StepState::Failed) => StepState::Failed,
+                (StepState::Attention, _) | (_, StepState::Attention) => StepState::Attention,
+                (s, _) => s,
+            };
+        }
+        steps[i].state = worst;
+    }
+    if !answered
+        && let Some(broke) = steps
+            .iter()
+            .position(|s| s.findings.iter().any(|f| f.decides))
     {
+        // What lands after the break is about the objects there (an APIService's consequence),
+        // not this request, which never got there: listed, but not a ✗ of this request.
         for s in steps.iter_mut().skip(broke + 1) {
-            if s.state != StepState::Failed {
+            if !s.findings.iter().any(|f| f.decides) {
                 s.state = StepState::NotReached;
             }
         }
@@ -179,6 +225,7 @@ mod tests {
     fn step(rung: Rung, seen: Seen, about: Option<Subject>) -> Step {
         Step {
             rung,
+            component: Component::KubeApiserver,
             state: StepState::Unknown,
             object: about.as_ref().map(|s| s.to_string()),
             evidence: String::new(),
@@ -200,6 +247,7 @@ mod tests {
                 class,
                 severity: Severity::Critical,
                 rung,
+                component: Default::default(),
                 summary: "s".into(),
                 evidence: Default::default(),
             }],
@@ -241,6 +289,7 @@ mod tests {
             rule: "aggregation-discovery-x".into(),
             class: Class::Aggregation,
             rung: Rung::Discovery,
+            component: Default::default(),
             summary: "c".into(),
         });
         let healthy = verdict(
@@ -250,7 +299,7 @@ mod tests {
             vec![],
         );
         let d = diagnosis(vec![request.clone(), own, healthy]);
-        let leftover = mark(&mut steps, &d, Some(&request), "answered 503");
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 503", false);
         assert!(leftover.is_empty());
         let states: Vec<StepState> = steps.iter().map(|s| s.state).collect();
         assert_eq!(
@@ -260,9 +309,14 @@ mod tests {
                 StepState::Passed,
                 StepState::Passed,
                 StepState::Failed,
-                StepState::Failed,
+                StepState::NotReached,
                 StepState::NotReached,
             ]
+        );
+        assert_eq!(
+            steps[4].findings.len(),
+            1,
+            "the APIService's consequence is still listed on the step it is about"
         );
         assert_eq!(
             steps[3].findings.len(),
@@ -295,7 +349,7 @@ mod tests {
             vec![],
         );
         let d = diagnosis(vec![request.clone(), level, elsewhere]);
-        let leftover = mark(&mut steps, &d, Some(&request), "answered 503");
+        let leftover = mark(&mut steps, &d, Some(&request), "answered 503", false);
         assert_eq!(leftover.len(), 1, "no watch step on this path");
         assert_eq!(steps[1].findings.len(), 2);
         assert_eq!(steps[0].state, StepState::Passed);
@@ -305,8 +359,76 @@ mod tests {
         // Without a failing request nothing is "not reached"; bad evidence without a rule is
         // attention.
         let mut steps = vec![step(Rung::Storage, Seen::Bad, None)];
-        mark(&mut steps, &diagnosis(vec![]), None, "answered 200 OK");
+        mark(
+            &mut steps,
+            &diagnosis(vec![]),
+            None,
+            "answered 200 OK",
+            true,
+        );
         assert_eq!(steps[0].state, StepState::Attention);
+    }
+
+    #[test]
+    fn the_extension_servers_authn_is_its_own_step_after_tls_and_discovery() {
+        let api = subject(SubjectKind::ApiService, "v1alpha1.wardle.example.com");
+        let req = subject(
+            SubjectKind::Request,
+            "GET /apis/wardle.example.com/v1alpha1/flunders",
+        );
+        let ext = |mut s: Step| {
+            s.component = Component::ExtensionApiserver;
+            s
+        };
+        let mut steps = vec![
+            step(Rung::Authn, Seen::Ok, None),
+            step(Rung::Flowcontrol, Seen::Ok, None),
+            step(Rung::Authz, Seen::Ok, None),
+            step(Rung::Service, Seen::Ok, Some(api.clone())),
+            step(Rung::Tls, Seen::Ok, Some(api.clone())),
+            step(Rung::Discovery, Seen::Ok, Some(api.clone())),
+            ext(step(Rung::Authn, Seen::Bad, Some(api.clone()))),
+            ext(step(Rung::Authz, Seen::Unknown, Some(api.clone()))),
+            ext(step(Rung::Verb, Seen::Unknown, Some(api.clone()))),
+        ];
+        let mut request = verdict(req, Class::Auth, Rung::Authn, vec![api.clone()]);
+        request.rules[0].component = Component::ExtensionApiserver;
+        let mut own = verdict(api.clone(), Class::Auth, Rung::Authn, vec![]);
+        own.rules[0].component = Component::ExtensionApiserver;
+        // A user's 401 at kube-apiserver, on another verdict, stays on kube-apiserver's step.
+        let user = verdict(
+            subject(SubjectKind::Request, "GET /apis/other"),
+            Class::Auth,
+            Rung::Authn,
+            vec![],
+        );
+        let d = diagnosis(vec![request.clone(), own, user]);
+        mark(&mut steps, &d, Some(&request), "answered 503", false);
+        let states: Vec<StepState> = steps.iter().map(|s| s.state).collect();
+        assert_eq!(
+            states,
+            [
+                StepState::Failed,
+                StepState::Passed,
+                StepState::Passed,
+                StepState::Passed,
+                StepState::Passed,
+                StepState::Passed,
+                StepState::Failed,
+                StepState::NotReached,
+                StepState::NotReached,
+            ]
+        );
+        assert_eq!(
+            steps[6].findings.len(),
+            2,
+            "the request's and the APIService's"
+        );
+        assert!(steps[6].findings.iter().any(|f| f.decides));
+        assert!(
+            steps[0].findings.iter().all(|f| !f.decides),
+            "kube-apiserver's authn holds only the other request's finding"
+        );
     }
 
     #[test]
@@ -321,7 +443,13 @@ mod tests {
         ];
         let request = verdict(req, Class::OutOfScope, Rung::Verb, vec![]);
         let d = diagnosis(vec![request.clone()]);
-        let leftover = mark(&mut steps, &d, Some(&request), "answered 404 Not Found");
+        let leftover = mark(
+            &mut steps,
+            &d,
+            Some(&request),
+            "answered 404 Not Found",
+            false,
+        );
         assert!(leftover.is_empty());
         let rungs: Vec<Rung> = steps.iter().map(|s| s.rung).collect();
         assert_eq!(

@@ -28,8 +28,8 @@ use super::collect::parse_backend_address;
 use super::kube_flags::{KubeFlags, parse_duration};
 use super::{EXIT_FINDINGS, EXIT_OK, input_error, unreachable_error};
 use crate::collect::why::{
-    PlanError, Reproduction, Target, UserInfo, WhyError, WhyOptions, investigate, plan_write,
-    read_object,
+    PlanError, Reproduction, Target, UserInfo, WhyError, WhyOptions, investigate, open_window,
+    plan_write, read_object,
 };
 use crate::collect::{Fetcher, connect};
 use crate::engine::SubjectKind;
@@ -143,7 +143,8 @@ impl WhyArgs {
     }
 }
 
-/// The request's own verdict: the Request subject named after the reproduced request.
+/// The request's own verdict: the Request subject named after the reproduced request. A Healthy
+/// one is no verdict: the request succeeded and nothing slowed or staled it.
 fn request_verdict<'d>(
     d: &'d Diagnosis,
     inv: &crate::collect::why::Investigation,
@@ -165,6 +166,7 @@ fn request_verdict<'d>(
     d.verdicts
         .iter()
         .filter(|v| v.subject.kind == SubjectKind::Request)
+        .filter(|v| v.class != crate::engine::Class::Healthy)
         .find(|v| v.subject.name == name || v.subject.name.starts_with(&format!("{name} ")))
 }
 
@@ -201,25 +203,28 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
         } else {
             args.kube.request_timeout
         };
+        // Whether the server answers at all comes first: planning a write reads from it, and a
+        // server that answers /version but hangs on storage is diagnosed, not "unreachable".
+        let window = open_window(&gatherer, request_timeout)
+            .await
+            .map_err(|e| unreachable_error(e.to_string()))?;
         let repro = match (target, &object) {
             (Some(target), _) => Reproduction {
                 target,
                 body: None,
                 object_labels: BTreeMap::new(),
+                gaps: Vec::new(),
             },
             (None, Some(obj)) => {
                 let f = Fetcher::new(gatherer.client.clone(), request_timeout);
-                let (target, body) =
-                    plan_write(&f, obj, &gatherer.namespace)
-                        .await
-                        .map_err(|e| match e {
-                            PlanError::Input(m) => input_error(m),
-                            PlanError::Unreachable(m) => unreachable_error(m),
-                        })?;
+                let planned = plan_write(&f, obj, &gatherer.namespace)
+                    .await
+                    .map_err(|PlanError::Input(m)| input_error(m))?;
                 Reproduction {
-                    target,
-                    body: Some(body),
+                    target: planned.target,
+                    body: Some(planned.body),
                     object_labels: obj.labels.clone(),
+                    gaps: planned.gaps,
                 }
             }
             (None, None) => return Err(input_error("why needs METHOD PATH, or --dry-run -f FILE")),
@@ -231,7 +236,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
             backend_addresses: args.backend_address.iter().cloned().collect(),
             as_user: args.as_user(),
         };
-        let inv = investigate(&user, &gatherer, &repro, &opts)
+        let inv = investigate(&user, &gatherer, &repro, window, &opts)
             .await
             .map_err(|e| match e {
                 WhyError::Unreachable(m) => unreachable_error(m),
@@ -247,7 +252,8 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
         Some(s) => format!("answered {}", steps::status_line(s)),
         None => "no response".to_string(),
     };
-    let other = ladder::mark(&mut path, &d, verdict, &answer);
+    let answered = inv.probe().status.is_some_and(|s| (200..400).contains(&s));
+    let other = ladder::mark(&mut path, &d, verdict, &answer, answered);
     let mut out = std::io::stdout().lock();
     match args.output {
         WhyFormat::Human => {

@@ -1,7 +1,13 @@
 //! The steps about the path's own objects: an APIService and the backend it points at (Service,
-//! port, endpoints, served certificate, availability), the admission webhooks a write is sent to
-//! and their backends, and a CRD with its conversion webhook. Each step names its object, so the
-//! findings of that object's verdict land on it ([`super::ladder`]).
+//! port, endpoints, served certificate, availability), then the extension server's own steps — its
+//! authentication of the aggregator's front-proxy identity, its delegated authorization of the
+//! user, the verb it serves; the admission webhooks a write is sent to and their backends; a CRD
+//! with its conversion webhook. Each step names its object, so the findings of that object's
+//! verdict land on it ([`super::ladder`]).
+//!
+//! A Service of type ExternalName has no endpoints by design: the aggregator (and the webhook
+//! client) dial its external name at the port the object names, and check neither the Service's
+//! ports nor its endpoints, so neither step is a problem for it.
 
 use crate::bundle::{
     ApiService, CertSource, EvidenceBundle, ObjectRef, Probe, Rung, ServiceRef, Webhook,
@@ -63,6 +69,28 @@ pub(super) fn backend_steps(
             format!("Service {}/{} not found", svc.namespace, svc.name),
         ),
     });
+    let external = found
+        .filter(|s| s.type_ == "ExternalName")
+        .map(|s| s.external_name.clone().unwrap_or_default());
+    if let Some(host) = external {
+        out.push(Step::new(
+            Rung::Port,
+            Seen::Ok,
+            format!("port {port} of {host} (an ExternalName Service: its ports are not consulted)"),
+        ));
+        out.push(Step::new(
+            Rung::Endpoints,
+            Seen::Ok,
+            format!(
+                "none by design: an ExternalName Service is dialled by name ({host}:{port}), without endpoints"
+            ),
+        ));
+        out.push(tls_step(b, (kind, name), insecure));
+        return out
+            .into_iter()
+            .map(|s| s.about(kind, name, parent))
+            .collect();
+    }
     let svc_port = found.and_then(|s| s.ports.iter().find(|p| p.port == port));
     out.push(match (found, svc_port) {
         (Some(_), Some(p)) => Step::new(
@@ -153,6 +181,15 @@ pub(super) fn backend_steps(
         }
         None => Step::new(Rung::Endpoints, Seen::Unknown, ""),
     });
+    out.push(tls_step(b, (kind, name), insecure));
+    out.into_iter()
+        .map(|s| s.about(kind, name, parent))
+        .collect()
+}
+
+/// The served certificate of `owner`'s backend, as extpath's own handshake saw it.
+fn tls_step(b: &EvidenceBundle, owner: (SubjectKind, &str), insecure: bool) -> Step {
+    let (kind, name) = owner;
     let leaf = b.certificates.iter().find(|c| {
         c.origin.source == CertSource::ServedChain
             && c.origin.chain_index == 0
@@ -161,7 +198,7 @@ pub(super) fn backend_steps(
                 .as_ref()
                 .is_some_and(|o| o.kind == kind.as_str() && o.name == name)
     });
-    out.push(match leaf {
+    match leaf {
         _ if insecure => Step::new(
             Rung::Tls,
             Seen::Bad,
@@ -199,18 +236,17 @@ pub(super) fn backend_steps(
         None => Step::new(
             Rung::Tls,
             Seen::Unknown,
+            // What extpath could not do itself, said as such: a ✗ here comes from other evidence
+            // (the proxy's own x509 error), and the text must not read "not checked" beside it.
             match gap_detail(
                 b,
                 &format!("tls/{}", ObjectRef::cluster(kind.as_str(), name)),
             ) {
-                Some(why) => format!("not checked: {why}"),
-                None => "not checked".into(),
+                Some(why) => format!("no handshake of extpath's own: {why}"),
+                None => "no handshake of extpath's own".into(),
             },
         ),
-    });
-    out.into_iter()
-        .map(|s| s.about(kind, name, parent))
-        .collect()
+    }
 }
 
 pub(super) fn aggregated(
@@ -247,12 +283,27 @@ pub(super) fn aggregated(
             a.insecure_skip_tls_verify,
         ));
     }
+    // The aggregator's availability check is a request to the extension server too: when it got
+    // an answer (`bad status from …: 401`), it reached the server through Service, endpoints and
+    // TLS, and what failed is the extension server's authentication or authorization, below.
+    let answered = a
+        .available()
+        .filter(|c| c.status != "True")
+        .and_then(|c| backend_answer(&c.message));
     out.push(
         match a.available() {
             Some(c) if c.status == "True" => Step::new(
                 Rung::Discovery,
                 Seen::Ok,
                 format!("Available=True ({})", c.reason),
+            ),
+            Some(c) if matches!(answered, Some(401 | 403)) => Step::new(
+                Rung::Discovery,
+                Seen::Ok,
+                format!(
+                    "Available={} ({}): {} — the aggregator's check reached the extension server, which refused it",
+                    c.status, c.reason, c.message
+                ),
             ),
             Some(c) => Step::new(
                 Rung::Discovery,
@@ -263,6 +314,73 @@ pub(super) fn aggregated(
         }
         .about(SubjectKind::ApiService, &a.name, None),
     );
+    let served = p.status.is_some_and(|s| (200..300).contains(&s));
+    let user = trace
+        .user
+        .as_ref()
+        .map_or_else(|| "the user".to_string(), |u| u.name.clone());
+    let available = a.available().is_some_and(|c| c.status == "True");
+    // The extension server's own authentication: the aggregator's front-proxy client certificate,
+    // the user from X-Remote-User.
+    let authn = if served {
+        Step::new(
+            Rung::Authn,
+            Seen::Ok,
+            format!(
+                "the extension server accepted the aggregator's front-proxy client certificate and took {user} from X-Remote-User (it answered)"
+            ),
+        )
+    } else if answered == Some(401) {
+        Step::new(
+            Rung::Authn,
+            Seen::Bad,
+            "the extension server answers the aggregator with 401: it does not accept its front-proxy client certificate",
+        )
+    } else if available {
+        Step::new(
+            Rung::Authn,
+            Seen::Ok,
+            "the extension server accepts the aggregator's front-proxy client certificate (its availability check passed)",
+        )
+    } else {
+        Step::new(
+            Rung::Authn,
+            Seen::Unknown,
+            format!(
+                "the extension server authenticates the aggregator's front-proxy client certificate and takes {user} from X-Remote-User"
+            ),
+        )
+    };
+    // Its delegated authorization: a SubjectAccessReview to kube-apiserver, as its own identity.
+    // The availability check runs as system:masters, which is authorized without one, so it says
+    // nothing here.
+    let authz = if served {
+        Step::new(
+            Rung::Authz,
+            Seen::Ok,
+            format!("the extension server authorized {user} (it answered)"),
+        )
+    } else if answered == Some(403) {
+        Step::new(
+            Rung::Authz,
+            Seen::Bad,
+            "the extension server answers the aggregator with 403",
+        )
+    } else {
+        Step::new(
+            Rung::Authz,
+            Seen::Unknown,
+            format!(
+                "the extension server authorizes {user} by a SubjectAccessReview to kube-apiserver (delegated; the aggregator's own check is system:masters and does not test it)"
+            ),
+        )
+    };
+    for step in [authn, authz] {
+        out.push(
+            step.in_extension()
+                .about(SubjectKind::ApiService, &a.name, None),
+        );
+    }
     if matches!(trace.addressed, Addressed::Resource(_)) {
         out.push(
             match p.status {
@@ -271,42 +389,90 @@ pub(super) fn aggregated(
                     Seen::Ok,
                     format!("the extension server answered {}", status_line(s)),
                 ),
-                _ => Step::new(Rung::Verb, Seen::Unknown, ""),
+                _ => Step::new(
+                    Rung::Verb,
+                    Seen::Unknown,
+                    format!(
+                        "the extension server serves {} of {}",
+                        trace.verb,
+                        resource_text(trace)
+                    ),
+                ),
             }
+            .in_extension()
             .about(SubjectKind::ApiService, &a.name, None),
         );
     }
     out
 }
 
+/// `flunders.wardle.example.com`: the resource a path addresses.
+fn resource_text(trace: &Trace) -> String {
+    match &trace.addressed {
+        Addressed::Resource(r) if r.group.is_empty() => r.resource_with_subresource(),
+        Addressed::Resource(r) => format!("{}.{}", r.resource_with_subresource(), r.group),
+        _ => String::new(),
+    }
+}
+
+/// The status an extension server answered the aggregator's availability check with, from the
+/// condition message kube-aggregator writes (`… bad status from https://…: 401`).
+fn backend_answer(message: &str) -> Option<u16> {
+    let (_, rest) = message.rsplit_once("bad status from ")?;
+    let (_, code) = rest.split_once(": ")?;
+    code.get(..3)?.parse().ok()
+}
+
+/// `ValidatingWebhook/a, MutatingWebhook/b`.
+fn webhook_list<'m>(ms: impl Iterator<Item = &'m crate::collect::why::WebhookMatch>) -> String {
+    ms.map(|m| format!("{}/{}", m.kind, m.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The admission head — which webhooks this write is sent to, which may be, which are not — then
+/// one step per webhook that is (or may be) called, with its backend.
 pub(super) fn webhook_steps(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
+    let of = |d: Decision| trace.webhooks.iter().filter(move |m| m.decision == d);
+    let called = of(Decision::Called).count();
+    let maybe = of(Decision::Unknown).count();
+    let mut text = match called {
+        0 => "no webhook is called for this write".to_string(),
+        _ => format!(
+            "called for this write: {}",
+            webhook_list(of(Decision::Called))
+        ),
+    };
+    if maybe > 0 {
+        text.push_str(&format!(
+            "; may be called (not decided here): {}",
+            webhook_list(of(Decision::Unknown))
+        ));
+    }
+    let mut head = Step::new(
+        Rung::Admission,
+        if maybe > 0 { Seen::Unknown } else { Seen::Ok },
+        text,
+    );
+    for m in of(Decision::Excluded) {
+        head.notes
+            .push(format!("not called: {}/{} — {}", m.kind, m.name, m.reason));
+    }
+    match trace.webhooks_not_in_rules {
+        0 if trace.webhooks.is_empty() => head.notes.push("no webhook is configured".into()),
+        0 => {}
+        n => head.notes.push(format!(
+            "not called: {n} other webhook{} whose rules do not cover this {} of {}",
+            if n == 1 { "" } else { "s" },
+            trace.method.operation().unwrap_or("write"),
+            resource_text(trace)
+        )),
+    }
     let called: Vec<_> = trace
         .webhooks
         .iter()
         .filter(|m| m.decision != Decision::Excluded)
         .collect();
-    let others = match trace.webhooks_not_in_rules {
-        0 => "no other webhook is configured".to_string(),
-        1 => "the rules of 1 other webhook do not cover it".to_string(),
-        n => format!("the rules of {n} other webhooks do not cover it"),
-    };
-    let mut head = Step::new(
-        Rung::Admission,
-        Seen::Ok,
-        format!(
-            "{} webhook{} called for this write; {others}",
-            called.len(),
-            if called.len() == 1 { " is" } else { "s are" },
-        ),
-    );
-    for m in trace
-        .webhooks
-        .iter()
-        .filter(|m| m.decision == Decision::Excluded)
-    {
-        head.notes
-            .push(format!("{}/{} not called: {}", m.kind, m.name, m.reason));
-    }
     let mut out = vec![head];
     for m in called {
         let w: Option<&Webhook> = b
@@ -467,4 +633,29 @@ fn service_arrow(s: &crate::bundle::ServiceRef) -> String {
         s.name,
         s.port.unwrap_or(443)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_an_extension_answered_the_availability_check_with() {
+        assert_eq!(
+            backend_answer(
+                "failing or missing response from https://10.96.0.11:443/apis/wardle.example.com/v1alpha1: bad status from https://10.96.0.11:443/apis/wardle.example.com/v1alpha1: 401"
+            ),
+            Some(401)
+        );
+        assert_eq!(
+            backend_answer(
+                "failing or missing response from https://x: dial tcp 10.96.0.11:443: connect: connection refused"
+            ),
+            None
+        );
+        assert_eq!(
+            backend_answer("bad status from https://x:443/apis: 403 Forbidden"),
+            Some(403)
+        );
+    }
 }

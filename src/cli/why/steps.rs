@@ -1,7 +1,8 @@
 //! The rungs a reproduced request passes, in the order kube-apiserver passes them, each with what
 //! the evidence shows there: authentication, priority and fairness, authorization, then the path's
 //! own rungs — the APIService, its Service, port, endpoints, TLS and availability for an aggregated
-//! group; the CRD, admission webhooks, conversion and storage for a custom resource; admission and
+//! group, then the extension server's own authentication of the aggregator and its delegated
+//! authorization of the user; the CRD, admission webhooks, conversion and storage for a custom resource; admission and
 //! storage for a built-in one; the stream for a watch. The steps about the path's objects are built
 //! in [`super::objects`].
 //!
@@ -16,7 +17,7 @@ use crate::bundle::{EvidenceBundle, MetricTarget, Probe, Rung};
 use crate::collect::why::{Addressed, Investigation, Serving, Trace};
 
 use super::objects;
-use crate::engine::diagnosis::{Subject, SubjectKind};
+use crate::engine::diagnosis::{Component, Subject, SubjectKind};
 use crate::engine::metrics_query::MetricsIndex;
 
 /// What a step's evidence looks like, before any rule is consulted.
@@ -66,6 +67,9 @@ pub enum StepState {
 pub struct Step {
     /// The rung.
     pub rung: Rung,
+    /// Whose step it is: kube-apiserver's, or the extension API server's (an aggregated request
+    /// is authenticated and authorized by both).
+    pub component: Component,
     /// How it went.
     pub state: StepState,
     /// The object on this rung (`APIService/v1alpha1.wardle.example.com`), when there is one.
@@ -91,6 +95,7 @@ impl Step {
     pub(super) fn new(rung: Rung, seen: Seen, evidence: impl Into<String>) -> Step {
         Step {
             rung,
+            component: Component::KubeApiserver,
             state: StepState::Unknown,
             object: None,
             evidence: evidence.into(),
@@ -99,6 +104,12 @@ impl Step {
             seen,
             subject: None,
         }
+    }
+
+    /// A step of the extension API server's.
+    pub(super) fn in_extension(mut self) -> Step {
+        self.component = Component::ExtensionApiserver;
+        self
     }
 
     pub(super) fn about(mut self, kind: SubjectKind, name: &str, parent: Option<&str>) -> Step {

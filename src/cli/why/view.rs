@@ -3,8 +3,10 @@
 //! The human view, top to bottom: the request line and the response (status, latency, the Status
 //! reason and message with its causes or the plain body, the headers that matter, a watch's stream);
 //! what serves the path; the steps rung by rung with ✓ passed, ✗ broke, · not reached, ? unknown
-//! and ! a problem no rule explains; then the verdict with its evidence, what it ruled out, the
-//! other findings along the path, what to run next, and the gaps.
+//! and ! a problem no rule explains (an aggregated path has the extension server's own authn and
+//! authz after kube-apiserver's; its texts say whose); then the verdict with its evidence — and,
+//! when it broke in the extension API server, that it did — what it ruled out, the other findings
+//! along the path, what to run next, and the gaps.
 //!
 //! Like the report renderers, this writes into a `&mut dyn Write` and reads neither the clock nor
 //! the environment, so its output depends only on what it is given (which is what the snapshots
@@ -17,7 +19,7 @@ use serde::Serialize;
 use super::steps::{Finding, Step, StepState, status_line};
 use crate::bundle::Probe;
 use crate::collect::why::{Decision, Investigation, Serving, Trace};
-use crate::engine::diagnosis::{Class, Diagnosis, Verdict};
+use crate::engine::diagnosis::{Class, Component, Diagnosis, Severity, Verdict};
 use crate::report::evidence_text;
 use crate::report::wrap::write_wrapped;
 
@@ -236,7 +238,12 @@ fn write_steps(
                 format!("not reached ({text})")
             };
         } else if text.is_empty() {
-            text = "no evidence".into();
+            // A ✗ is the rules' word, shown below it; only a step nobody judged has "no evidence".
+            text = if s.state == StepState::Failed {
+                "the rules below fired here".into()
+            } else {
+                "no evidence".into()
+            };
         }
         let prefix = format!(
             "  {} {}{}",
@@ -277,8 +284,15 @@ fn write_verdict(
     let mut head = format!("{}, {}", v.class, v.severity);
     if let Some(r) = v.rung
         && !matches!(v.class, Class::Healthy | Class::Inconclusive)
+        && v.severity > Severity::Info
     {
         head.push_str(&format!(", broke at {r}"));
+        if v.rules
+            .first()
+            .is_some_and(|h| h.component == Component::ExtensionApiserver)
+        {
+            head.push_str(" in the extension API server");
+        }
     }
     head.push_str(&format!(" (confidence {:.2})", v.confidence));
     label(out, paint, "Verdict", &head, width)?;
@@ -418,4 +432,42 @@ pub fn render(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::steps::Seen;
+    use super::*;
+    use crate::bundle::Rung;
+
+    fn render(step: Step) -> String {
+        let mut out = Vec::new();
+        write_steps(&mut out, &[step], &Paint(false), 100).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_mark_agrees_with_its_text() {
+        // ✗ comes from a rule, shown under it; its own text never says there is nothing.
+        let mut failed = Step::new(Rung::Verb, Seen::Unknown, "");
+        failed.state = StepState::Failed;
+        failed.findings.push(Finding {
+            rule: "r".into(),
+            class: "Aggregation".into(),
+            subject: "APIService/x".into(),
+            summary: "it broke".into(),
+            decides: true,
+        });
+        let text = render(failed);
+        assert!(text.starts_with("  ✗ verb"), "{text}");
+        assert!(
+            !text.contains("no evidence") && !text.contains("not checked"),
+            "{text}"
+        );
+        assert!(text.contains("✗ it broke (r)"), "{text}");
+        // "No evidence" has its own mark.
+        let mut unknown = Step::new(Rung::Verb, Seen::Unknown, "");
+        unknown.state = StepState::Unknown;
+        assert!(render(unknown).starts_with("  ? verb  no evidence"));
+    }
 }

@@ -6,8 +6,11 @@
 //! Three rounds, each all at once, like the full collection: the objects that name everything else
 //! (APIServices, the CRD by name, webhook configurations and the namespace for writes, FlowSchemas
 //! and priority levels, `/readyz`, `/livez`); then the Services, Endpoints,
-//! EndpointSlices and Events behind the kept objects; then their Pods and a TLS handshake with
-//! each backend. What cannot be read becomes a gap with its reason, never an error.
+//! EndpointSlices and Events behind the kept objects — and, for an aggregated path, the RBAC
+//! objects that decide the extension server's delegated authentication and authorization
+//! (ClusterRoles, ClusterRoleBindings, kube-system's Roles and RoleBindings); then their Pods and a
+//! TLS handshake with each backend. What cannot be read becomes a gap with its reason, never an
+//! error: without RBAC objects (or their gaps) a live bundle would say "no binding grants it".
 
 use std::collections::BTreeMap;
 
@@ -26,7 +29,9 @@ use super::webhook_match::{
 use super::{WhyOptions, bounded_gap};
 use crate::bundle::{Crd, EvidenceBundle, Gap, GapReason, Probe, from_k8s};
 use crate::collect::objects::decode_items;
-use crate::collect::{FetchError, Fetcher, backends, certificates, flowcontrol, health, refs};
+use crate::collect::{
+    FetchError, Fetcher, backends, certificates, flowcontrol, health, rbac, refs,
+};
 
 /// What serves the addressed path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -226,9 +231,12 @@ pub(super) async fn gather(
 
     // What serves the path.
     let mut api_service = None;
+    // The core group (`/api/v1`) is always kube-apiserver's own: no APIService can take it, so
+    // it is known even when the APIServices cannot be read (etcd hanging).
     let mut serving = match &target.addressed {
         Addressed::NonResource => Serving::NonResource,
         Addressed::Discovery { group, .. } if group.is_empty() => Serving::BuiltIn,
+        Addressed::Resource(r) if r.group.is_empty() => Serving::BuiltIn,
         _ => Serving::Unknown,
     };
     match apiservices {
@@ -425,7 +433,37 @@ pub(super) async fn gather(
 
     // Rounds two and three: what the kept objects point at.
     let references = refs::References::of(&scratch);
-    let found = match crate::collect::bounded(deadline, backends::fetch(f, &references)).await {
+    let rbac = async {
+        if serving != Serving::Aggregated {
+            return Vec::new();
+        }
+        let sources = [
+            (rbac::CLUSTER_ROLES, rbac::fetch_cluster_roles(f)),
+            (
+                rbac::CLUSTER_ROLE_BINDINGS,
+                rbac::fetch_cluster_role_bindings(f),
+            ),
+            (rbac::ROLES, rbac::fetch_roles(f)),
+            (rbac::ROLE_BINDINGS, rbac::fetch_role_bindings(f)),
+        ];
+        futures::future::join_all(
+            sources
+                .into_iter()
+                .map(|(id, fut)| async move { bounded_gap(deadline, id, fut).await }),
+        )
+        .await
+    };
+    let (found, rbac) = tokio::join!(
+        crate::collect::bounded(deadline, backends::fetch(f, &references)),
+        rbac
+    );
+    for r in rbac {
+        match r {
+            Ok(apply) => apply(&mut scratch),
+            Err(g) => scratch.gaps.push(g),
+        }
+    }
+    let found = match found {
         Ok(b) => b,
         Err(e) => {
             scratch

@@ -2,8 +2,11 @@
 //!
 //! The order matters, so it is fixed:
 //!
-//! 1. `/version` and a first `/metrics` scrape, with the gathering credentials: whether the API
-//!    server can be reached at all (exit code 3 when it cannot), and the start of a metrics window.
+//! 1. `/version` and a first `/metrics` scrape, with the gathering credentials ([`open_window`]):
+//!    whether the API server can be reached at all (exit code 3 when it answers neither), and the
+//!    start of a metrics window. This comes before anything else — before a write is planned — so
+//!    that only a server that answers nothing is "unreachable": one that answers `/version` but
+//!    hangs on storage is a server whose request is diagnosed.
 //! 2. The request itself, with the user's credentials (`--as` impersonation included): GET, LIST or
 //!    WATCH as given, or a server-side dry-run write. Recorded whatever the outcome ([`send`]).
 //! 3. The path's evidence ([`gather`]), with the gathering credentials — without impersonation,
@@ -12,8 +15,9 @@
 //!    its own rejection, its webhook calls and the etcd latency around it are in the increases.
 //!
 //! The result is an ordinary [`EvidenceBundle`] holding only this path's objects, plus the request
-//! as a probe (so the engine builds the `Request` subject from it and fills `related` with the
-//! APIService, webhook or CRD it concerns), and a [`Trace`] of how the path was resolved: what serves
+//! as a probe marked `reproduced` (so the engine builds the `Request` subject from it whatever its
+//! outcome, and fills `related` with the APIService, webhook or CRD it concerns; a write's probe
+//! lists the webhooks it is sent to), and a [`Trace`] of how the path was resolved: what serves
 //! it, which webhooks and which FlowSchema match and why. Collection never judges: which rung broke is
 //! the engine's answer.
 
@@ -40,7 +44,7 @@ pub use gather::{CrdRoute, Serving};
 pub use send::SendOptions;
 pub use target::{Addressed, Method, ResourcePath, Target, TargetError};
 pub use webhook_match::{Decision, WebhookMatch};
-pub use write::{ObjectFile, PlanError, plan_write, read_object};
+pub use write::{ObjectFile, PlanError, PlannedWrite, plan_write, read_object};
 
 /// What `why` does beyond the request.
 #[derive(Debug, Clone)]
@@ -66,6 +70,43 @@ pub struct Reproduction {
     pub body: Option<Vec<u8>>,
     /// The labels of a written object (webhook object selectors).
     pub object_labels: BTreeMap<String, String>,
+    /// What planning the request could not learn (kept as gaps of the bundle).
+    pub gaps: Vec<Gap>,
+}
+
+/// The start of the investigation: the version answer and the first metrics scrape.
+pub struct Window {
+    version: Result<serde_json::Value, FetchError>,
+    first: Result<Vec<crate::promtext::MetricFamily>, FetchError>,
+    first_at: jiff::Timestamp,
+}
+
+/// Whether the API server answers at all, and the start of the metrics window.
+///
+/// # Errors
+/// [`WhyError::Unreachable`] when neither `/version` nor `/metrics` got an answer (a refused or
+/// broken connection, or no response in time); any HTTP answer, even an error status, is an answer.
+pub async fn open_window(
+    gatherer: &Connection,
+    request_timeout: Duration,
+) -> Result<Window, WhyError> {
+    let f = Fetcher::new(gatherer.client.clone(), request_timeout);
+    let (version, first) = tokio::join!(f.get_json("/version"), metrics::scrape(&f));
+    let first_at = jiff::Timestamp::now();
+    if let (Err(v), Err(m)) = (&version, &first)
+        && v.is_unreachable()
+        && m.is_unreachable()
+    {
+        return Err(WhyError::Unreachable(format!(
+            "the API server at {} could not be reached: {v}",
+            gatherer.server
+        )));
+    }
+    Ok(Window {
+        version,
+        first,
+        first_at,
+    })
 }
 
 /// How the request's path was resolved: what serves it, and what along it matches the request.
@@ -145,30 +186,25 @@ pub(crate) async fn bounded_gap<T>(
 }
 
 /// Reproduce `repro` with `user` and investigate its path with `gatherer` (the same connection
-/// unless `--as` impersonates).
+/// unless `--as` impersonates), in the window `window` opened.
 ///
 /// # Errors
-/// [`WhyError::Unreachable`] when the API server does not answer at all.
+/// [`WhyError::Refused`] for a write without `dryRun=All` (never sent).
 pub async fn investigate(
     user: &Connection,
     gatherer: &Connection,
     repro: &Reproduction,
+    window: Window,
     opts: &WhyOptions,
 ) -> Result<Investigation, WhyError> {
     let f = Fetcher::new(gatherer.client.clone(), opts.request_timeout);
 
-    // 1. Reachability and the start of the window.
-    let (version, first) = tokio::join!(f.get_json("/version"), metrics::scrape(&f));
-    let first_at = jiff::Timestamp::now();
-    if let (Err(v), Err(m)) = (&version, &first)
-        && v.is_unreachable()
-        && m.is_unreachable()
-    {
-        return Err(WhyError::Unreachable(format!(
-            "the API server at {} could not be reached: {v}",
-            gatherer.server
-        )));
-    }
+    // 1. Reachability and the start of the window: `open_window`, before the request was planned.
+    let Window {
+        version,
+        first,
+        first_at,
+    } = window;
 
     // 2. The request.
     let as_name = opts.as_user.as_ref().map(|u| u.name.as_str());
@@ -251,6 +287,11 @@ pub async fn investigate(
     bundle.certificates = scratch.certificates;
     bundle.health_checks = scratch.health_checks;
     bundle.events = scratch.events;
+    bundle.cluster_roles = scratch.cluster_roles;
+    bundle.cluster_role_bindings = scratch.cluster_role_bindings;
+    bundle.roles = scratch.roles;
+    bundle.role_bindings = scratch.role_bindings;
+    bundle.gaps.extend(repro.gaps.iter().cloned());
     bundle.gaps.extend(scratch.gaps);
 
     // The request concerns the APIService of an aggregated path; for anything else the engine
@@ -261,6 +302,13 @@ pub async fn investigate(
     if let Some(a) = &path.api_service {
         probe.target = Some(ObjectRef::cluster("APIService", a));
     }
+    // The webhooks a write is sent to, as matched: what a slow write's latency is compared with.
+    probe.admitted_by = path
+        .webhooks
+        .iter()
+        .filter(|m| m.decision == webhook_match::Decision::Called)
+        .map(|m| ObjectRef::cluster(&m.kind, &m.name))
+        .collect();
     bundle.probes.push(probe);
     bundle.collection.collected_at = Some(second_at);
     bundle.collection.collected_at_basis = Some(TimeBasis::Clock);

@@ -49,6 +49,7 @@ fn new_probe(target: &Target, user: Option<&str>) -> Probe {
         _ => Rung::Verb,
     });
     p.at = Some(jiff::Timestamp::now());
+    p.reproduced = true;
     p
 }
 

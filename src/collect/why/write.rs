@@ -7,9 +7,16 @@
 //! the target carries `dryRun=All`: the API server runs authentication, authorization, admission and
 //! validation, and stores nothing.
 //!
-//! A file that cannot be read or parsed, or names a kind the server does not serve, is bad input
-//! ([`PlanError::Input`], exit code 2); an API server that cannot be reached is
-//! [`PlanError::Unreachable`] (exit code 3).
+//! Planning never decides that the API server is unreachable: that is decided before, by whether it
+//! answers anything at all ([`super::open_window`]). A server that answers `/version` but hangs on
+//! the object (etcd down) or on the discovery document is a server with a problem to diagnose, so
+//! what planning could not learn becomes a [`Gap`] and the write is still sent: a look-up of the
+//! object that fails (timeout, 5xx, 403) makes it a create; a discovery document that does not
+//! answer (anything but a 404) makes the resource the guess kubectl makes from the kind (lowercase,
+//! plural), namespaced when the file names a namespace.
+//!
+//! A file that cannot be read or parsed, or names an API version (404) or a kind the server does
+//! not serve, is bad input ([`PlanError::Input`], exit code 2).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,6 +24,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::target::{Method, Target};
+use crate::bundle::Gap;
 use crate::collect::fetch::{FetchError, Fetcher};
 
 /// The object of `-f`, parsed.
@@ -42,9 +50,17 @@ pub enum PlanError {
     /// The file or the kind it names is unusable (exit code 2).
     #[error("{0}")]
     Input(String),
-    /// The API server could not be reached (exit code 3).
-    #[error("{0}")]
-    Unreachable(String),
+}
+
+/// A planned dry-run write.
+#[derive(Debug, Clone)]
+pub struct PlannedWrite {
+    /// Method (create or update) and path, with `dryRun=All`.
+    pub target: Target,
+    /// The object to send.
+    pub body: Vec<u8>,
+    /// What planning could not learn (the discovery document, whether the object exists).
+    pub gaps: Vec<Gap>,
 }
 
 /// Read and check an object file.
@@ -134,45 +150,77 @@ pub fn resource_for_kind(doc: &Value, kind: &str) -> Option<(String, bool)> {
     })
 }
 
-fn unreachable_or(e: FetchError, input: impl FnOnce(FetchError) -> String) -> PlanError {
-    if e.is_unreachable() {
-        PlanError::Unreachable(format!("the API server could not be reached: {e}"))
+/// kubectl's guess of a resource from a kind when discovery cannot say
+/// (`meta.UnsafeGuessKindToResource`): lowercase, then plural.
+pub fn guess_resource(kind: &str) -> String {
+    let singular = kind.to_ascii_lowercase();
+    if singular.ends_with('s') {
+        format!("{singular}es")
+    } else if let Some(stem) = singular.strip_suffix('y') {
+        format!("{stem}ies")
     } else {
-        PlanError::Input(input(e))
+        format!("{singular}s")
     }
 }
 
-/// The dry-run write of `obj`: the target, and the body to send.
+/// The dry-run write of `obj`: the target, the body to send, and the gaps of the planning.
 ///
 /// # Errors
-/// [`PlanError`] as described in the module documentation.
+/// [`PlanError::Input`] as described in the module documentation.
 pub async fn plan_write(
     f: &Fetcher,
     obj: &ObjectFile,
     default_namespace: &str,
-) -> Result<(Target, Vec<u8>), PlanError> {
+) -> Result<PlannedWrite, PlanError> {
     let gv_path = discovery_path(&obj.api_version);
-    let doc = f.get_json(&gv_path).await.map_err(|e| {
-        unreachable_or(e, |e| {
-            format!(
+    let mut gaps = Vec::new();
+    let (resource, namespaced) = match f.get_json(&gv_path).await {
+        Ok(doc) => resource_for_kind(&doc, &obj.kind).ok_or_else(|| {
+            PlanError::Input(format!(
+                "kind {} is not served in {}",
+                obj.kind, obj.api_version
+            ))
+        })?,
+        Err(e @ FetchError::Status { code: 404, .. }) => {
+            return Err(PlanError::Input(format!(
                 "apiVersion {}: the server does not serve it ({e})",
                 obj.api_version
-            )
-        })
-    })?;
-    let (resource, namespaced) = resource_for_kind(&doc, &obj.kind).ok_or_else(|| {
-        PlanError::Input(format!(
-            "kind {} is not served in {}",
-            obj.kind, obj.api_version
-        ))
-    })?;
+            )));
+        }
+        // The server answers (it was reached before planning), but not this document: the write
+        // is still sent, to the resource kubectl would guess, and what it gets back is the answer.
+        Err(e) => {
+            let resource = guess_resource(&obj.kind);
+            let namespaced = obj.namespace.is_some();
+            gaps.push(Gap::new(
+                format!("discovery{gv_path}"),
+                e.gap_reason(),
+                format!(
+                    "{e}; the resource of kind {} is guessed as {resource} ({})",
+                    obj.kind,
+                    if namespaced {
+                        "namespaced: the file names a namespace"
+                    } else {
+                        "cluster-scoped: the file names no namespace"
+                    }
+                ),
+            ));
+            (resource, namespaced)
+        }
+    };
     let mut value = obj.value.clone();
-    let collection = if namespaced {
+    let (collection, source) = if namespaced {
         let ns = obj.namespace.as_deref().unwrap_or(default_namespace);
         value["metadata"]["namespace"] = Value::String(ns.to_string());
-        format!("{gv_path}/namespaces/{ns}/{resource}")
+        (
+            format!("{gv_path}/namespaces/{ns}/{resource}"),
+            format!("objects/{resource}/{ns}"),
+        )
     } else {
-        format!("{gv_path}/{resource}")
+        (
+            format!("{gv_path}/{resource}"),
+            format!("objects/{resource}"),
+        )
     };
     let (method, path) = match &obj.name {
         Some(name) => {
@@ -186,20 +234,27 @@ pub async fn plan_write(
                     }
                     (Method::DryRunUpdate, item)
                 }
-                Err(e) if e.is_unreachable() => {
-                    return Err(PlanError::Unreachable(format!(
-                        "the API server could not be reached: {e}"
-                    )));
+                Err(FetchError::Status { code: 404, .. }) => (Method::DryRunCreate, collection),
+                // Not known to exist (etcd hangs, the user may not read it): a create, and the
+                // API server says the rest.
+                Err(e) => {
+                    gaps.push(Gap::new(
+                        format!("{source}/{name}"),
+                        e.gap_reason(),
+                        format!(
+                            "whether {} {name} exists could not be read ({e}); sent as a create",
+                            obj.kind
+                        ),
+                    ));
+                    (Method::DryRunCreate, collection)
                 }
-                // Absent (or not readable): a create, and the API server says the rest.
-                Err(_) => (Method::DryRunCreate, collection),
             }
         }
         None => (Method::DryRunCreate, collection),
     };
     let target = Target::new(method, &path).map_err(|e| PlanError::Input(e.to_string()))?;
     let body = serde_json::to_vec(&value).map_err(|e| PlanError::Input(e.to_string()))?;
-    Ok((target, body))
+    Ok(PlannedWrite { target, body, gaps })
 }
 
 #[cfg(test)]
@@ -265,6 +320,9 @@ mod tests {
         );
         assert_eq!(resource_for_kind(&doc, "Pod"), None);
         assert_eq!(discovery_path("v1"), "/api/v1");
+        assert_eq!(guess_resource("ConfigMap"), "configmaps");
+        assert_eq!(guess_resource("Ingress"), "ingresses");
+        assert_eq!(guess_resource("NetworkPolicy"), "networkpolicies");
         assert_eq!(discovery_path("apps/v1"), "/apis/apps/v1");
     }
 }

@@ -42,6 +42,7 @@ fn rule_hit(rules: &RuleSet, h: &Hit) -> RuleHit {
         class: r.class,
         severity: r.severity,
         rung: r.rung,
+        component: r.component,
         summary: h.summary.clone(),
         evidence: h.evidence.clone(),
     }
@@ -53,6 +54,7 @@ fn consequence(rules: &RuleSet, h: &Hit) -> Consequence {
         rule: r.id.clone(),
         class: r.class,
         rung: r.rung,
+        component: r.component,
         summary: h.summary.clone(),
     }
 }

@@ -281,6 +281,23 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .s("version", version)
         .s("resource", resource)
         .v("target", ref_fact(target))
+        .b("reproduced", probes.iter().any(|p| p.reproduced))
+        .v(
+            "admitted_by",
+            list({
+                let mut refs: Vec<&ObjectRef> =
+                    probes.iter().flat_map(|p| &p.admitted_by).collect();
+                refs.dedup();
+                refs.into_iter()
+                    .map(|r| {
+                        Obj::new()
+                            .s("kind", r.kind.clone())
+                            .s("name", r.name.clone())
+                            .build()
+                    })
+                    .collect::<Vec<_>>()
+            }),
+        )
         .s(
             "discovery_group_version",
             first(probes, |p| p.discovery_group_version.clone())

@@ -15,7 +15,7 @@ use super::check::{SampleWorld, check_rule};
 use super::template::{Part, Template, split};
 use super::{Expr, Role, Rule, RuleError, RuleOut, RuleSet};
 use crate::bundle::Rung;
-use crate::engine::diagnosis::{Class, Severity, SubjectKind};
+use crate::engine::diagnosis::{Class, Component, Severity, SubjectKind};
 use crate::engine::facts::SCHEMA;
 
 #[derive(Debug, Deserialize)]
@@ -58,6 +58,8 @@ struct RawRule {
     severity: Spanned<String>,
     subject: Spanned<OneOrMany>,
     rung: Spanned<String>,
+    #[serde(default)]
+    component: Option<Spanned<String>>,
     #[serde(default)]
     confidence: Option<Spanned<f64>>,
     #[serde(default)]
@@ -378,6 +380,50 @@ pub fn load_one(
                 ),
             )
         })?;
+    let component = match &raw.component {
+        None => Component::KubeApiserver,
+        Some(c) => Component::ALL
+            .into_iter()
+            .find(|k| k.as_str() == c.value)
+            .ok_or_else(|| {
+                err(
+                    file,
+                    line(c),
+                    format!(
+                        "unknown component {:?} (one of {})",
+                        c.value,
+                        Component::ALL.map(|k| k.as_str()).join(", ")
+                    ),
+                )
+            })?,
+    };
+    // The extension API server is met only through an APIService: its steps are an APIService's
+    // (or a request's through one), and an APIService's authn/authz are always its steps —
+    // kube-apiserver authenticates users, never APIServices.
+    let component_line = raw.component.as_ref().map_or(line(&raw.rung), line);
+    if component == Component::ExtensionApiserver
+        && !subjects
+            .iter()
+            .all(|k| matches!(k, SubjectKind::ApiService | SubjectKind::Request))
+    {
+        return Err(err(
+            file,
+            component_line,
+            "component: extension_apiserver is for APIService and Request rules (the extension API server is reached through an APIService)",
+        ));
+    }
+    if component == Component::KubeApiserver
+        && matches!(rung, Rung::Authn | Rung::Authz)
+        && subjects.contains(&SubjectKind::ApiService)
+    {
+        return Err(err(
+            file,
+            component_line,
+            format!(
+                "an APIService's {rung} is the extension API server's (front-proxy authentication, delegated authorization): add `component: extension_apiserver`"
+            ),
+        ));
+    }
     let confidence = match &raw.confidence {
         Some(c) if !(c.value > 0.0 && c.value <= 1.0) => {
             return Err(err(
@@ -485,6 +531,7 @@ pub fn load_one(
         severity,
         subjects,
         rung,
+        component,
         confidence,
         role,
         needs,

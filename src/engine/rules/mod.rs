@@ -1,6 +1,7 @@
 //! Rules as data: `rules/<area>/<id>.yaml`, compiled and checked when loaded.
 //!
-//! A rule names its subject kind, the class and rung it diagnoses, a CEL `when` over the fact model,
+//! A rule names its subject kind, the class and rung it diagnoses (and whose step that rung is:
+//! kube-apiserver's, or the extension API server's behind an APIService), a CEL `when` over the fact model,
 //! named `evidence` expressions, the classes its firing `rules_out` and why, templated `summary` and
 //! `next` steps, and its runbook `explain` text (format: `docs/rules.md`). The bundled rules are
 //! embedded in the binary by `build.rs`; `--rules DIR` adds a user's, and an id used twice is an error.
@@ -22,7 +23,7 @@ pub mod template;
 
 use std::path::Path;
 
-use super::diagnosis::{Class, Severity, SubjectKind};
+use super::diagnosis::{Class, Component, Severity, SubjectKind};
 use crate::bundle::Rung;
 pub use template::Template;
 
@@ -91,6 +92,8 @@ pub struct Rule {
     pub subjects: Vec<SubjectKind>,
     /// The rung of the ladder it tests.
     pub rung: Rung,
+    /// Whose step that rung is: kube-apiserver's (default) or the extension API server's.
+    pub component: Component,
     /// How strongly its firing supports its class (0..1).
     pub confidence: f64,
     /// Decide or support.

@@ -1,6 +1,7 @@
 //! A spawned extension API server: discovery of its group/version, list/get/watch of its objects,
 //! delegated authentication of the front proxy, delegated authorization, and the scenario's bad
-//! behaviours (slow, fixed status, wrong or non-APIResourceList discovery, closing watches).
+//! behaviours (slow, fixed status, wrong or non-APIResourceList discovery, closing watches, going
+//! away after its first watch — it stops listening and its open watches stay quiet).
 //!
 //! Authentication is what a generic apiserver with requestheader authentication does: the
 //! `X-Remote-*` headers count only when the client certificate chains to the trusted front-proxy CA
@@ -50,6 +51,10 @@ pub struct Delegation {
 
 /// The backend.
 pub struct Extension {
+    /// Turned true when the server goes away (`downAfterFirstWatchMs`): it stops listening.
+    stop_listening: Arc<tokio::sync::watch::Sender<bool>>,
+    /// A first watch was opened (the countdown to going away has started).
+    watched: std::sync::atomic::AtomicBool,
     spec: ExtensionSpec,
     delegation: Option<Delegation>,
     log: Arc<ContainerLog>,
@@ -91,6 +96,8 @@ impl Extension {
             &format!("Serving securely on [::]:{port}"),
         );
         Ok(Extension {
+            stop_listening: Arc::new(tokio::sync::watch::channel(false).0),
+            watched: std::sync::atomic::AtomicBool::new(false),
             delegation,
             log,
             group: group.into(),
@@ -99,6 +106,32 @@ impl Extension {
             behaviour: spec.behaviour.clone(),
             trusted_ca,
         })
+    }
+
+    /// What the serving loop watches to stop listening.
+    pub fn stop_listening(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stop_listening.subscribe()
+    }
+
+    /// With `downAfterFirstWatchMs`, the first watch starts the countdown to going away, logged
+    /// as a stopping generic apiserver logs it.
+    fn on_watch(&self) {
+        let Some(ms) = self.behaviour.down_after_first_watch_ms else {
+            return;
+        };
+        if self.watched.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let (stop, log) = (self.stop_listening.clone(), self.log.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            log.write(
+                Level::Info,
+                "genericapiserver.go:448",
+                "\"[graceful-termination] shutdown event\" name=\"HTTPServerStoppedListening\"",
+            );
+            stop.send_replace(true);
+        });
     }
 
     fn user(&self, req: &Request<Incoming>, peer: &PeerChain) -> Option<(String, Vec<String>)> {
@@ -345,6 +378,7 @@ impl Extension {
     }
 
     fn watch(&self, info: &RequestInfo) -> Response<Body> {
+        self.on_watch();
         let rv: usize = info
             .param("resourceVersion")
             .and_then(|v| v.parse().ok())

@@ -184,11 +184,13 @@ async fn spawn_one(
                 port,
                 delegation,
             )?);
-            tokio::spawn(tls::serve(
+            let stop = backend.stop_listening();
+            tokio::spawn(tls::serve_until_stopped(
                 listener,
                 config.clone(),
                 move |peer| extension::service(backend.clone(), peer),
                 shutdown,
+                stop,
             ))
         }
         BackendKind::AdmissionWebhook | BackendKind::ConversionWebhook => {

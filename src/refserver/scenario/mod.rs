@@ -356,6 +356,11 @@ pub struct Behaviour {
     /// Close every watch after this long, ms.
     #[serde(default)]
     pub close_watches_after_ms: Option<u64>,
+    /// Go away this long after the first watch was opened, ms: stop listening (new connections
+    /// are refused) while the connections already open stay, as a stopping server's graceful
+    /// termination does — its open watches stay quiet, or end at `closeWatchesAfterMs`.
+    #[serde(default)]
+    pub down_after_first_watch_ms: Option<u64>,
     /// Front-proxy client certificate handling.
     #[serde(default)]
     pub front_proxy: FrontProxy,

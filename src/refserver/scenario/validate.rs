@@ -128,6 +128,15 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
                 ),
             ));
         }
+        if b.kind != BackendKind::Extension && b.behaviour.down_after_first_watch_ms.is_some() {
+            return Err(err(
+                &at,
+                format!(
+                    "backend {:?}: downAfterFirstWatchMs is for extension servers (only they serve watches)",
+                    b.name
+                ),
+            ));
+        }
         match (b.kind, &b.extension) {
             (BackendKind::Extension, None) => {
                 return Err(err(

@@ -122,6 +122,7 @@ fn diagnosis(verdicts: Vec<Verdict>, gaps: Vec<Gap>, headline: &str) -> Diagnosi
             subjects: 0,
             by_class,
             by_severity,
+            waived: 0,
             worst: Severity::Info,
             headline: headline.to_string(),
         },

@@ -141,7 +141,7 @@ impl CollectFlags {
     pub fn merges(&self) -> anyhow::Result<Vec<crate::bundle::EvidenceBundle>> {
         self.merge
             .iter()
-            .map(|p| crate::bundle::load_bundle(p).map_err(super::input_error))
+            .map(|p| super::import::load_bundle_arg(p))
             .collect()
     }
 

@@ -13,6 +13,7 @@ mod collect;
 pub mod completions;
 mod explain;
 mod import;
+mod input;
 mod kube_flags;
 mod replay;
 mod rules;
@@ -101,8 +102,17 @@ enum Command {
     Complete(completions::CompleteArgs),
 }
 
+/// When this process started: JUnit's `time` is the run's time until rendering.
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// The start of the run (the first call, normally from [`main`]).
+pub(crate) fn started() -> std::time::Instant {
+    *STARTED.get_or_init(std::time::Instant::now)
+}
+
 /// Entry point used by `main`.
 pub fn main() -> ExitCode {
+    started();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match run(cli) {

@@ -201,11 +201,12 @@ impl Fetcher {
             .map_err(|e| FetchError::Transport(e.to_string()))?;
         let started = Instant::now();
         let fut = async {
-            let res = self
-                .client
-                .send(req)
-                .await
-                .map_err(|e| FetchError::Transport(error_chain(&e)))?;
+            let res = self.client.send(req).await.map_err(|e| {
+                // A certificate check that failed is said in kubectl's words.
+                FetchError::Transport(
+                    super::tls_words::tls_words(&e).unwrap_or_else(|| error_chain(&e)),
+                )
+            })?;
             let status = res.status().as_u16();
             let headers = headers_of(res.headers());
             let body = res
@@ -303,11 +304,12 @@ impl Fetcher {
             .body(kube::client::Body::from(Vec::new()))
             .map_err(|e| FetchError::Transport(e.to_string()))?;
         let fut = async {
-            let res = self
-                .client
-                .send(req)
-                .await
-                .map_err(|e| FetchError::Transport(error_chain(&e)))?;
+            let res = self.client.send(req).await.map_err(|e| {
+                // A certificate check that failed is said in kubectl's words.
+                FetchError::Transport(
+                    super::tls_words::tls_words(&e).unwrap_or_else(|| error_chain(&e)),
+                )
+            })?;
             let status = res.status().as_u16();
             let headers = headers_of(res.headers());
             let mut body = res.into_body();

@@ -6,14 +6,17 @@
 //! apiVersion: extpath.dev/v1alpha1
 //! kind: Waivers
 //! waivers:
-//!   - rule: aggregation-cert-expiring-soon     # a rule id, or "*"
+//!   - rule: aggregation-tls-cert-expiring      # a rule id, or "*"
 //!     subject: APIService/v1beta1.metrics.k8s.io   # Kind/name; "*" globs in the name (and kind)
 //!     reason: cert-manager renews it on the 3rd; tracked in OPS-1234
 //!     expires: 2026-12-31                     # YYYY-MM-DD; the waiver stops applying the day after
 //! ```
 //!
+//! (docs/waivers.md documents it for users.)
+//!
 //! This module owns the file format and its two-phase loader (`waivers/load.rs`: parse with unknown fields
-//! rejected and every value's line kept, then validate with `file:line` errors), applying waivers to a
+//! rejected and every value's line kept, then validate with `file:line` errors; [`check_rule_ids`]
+//! then checks every rule id against the rules loaded, as `--rule` is), applying waivers to a
 //! [`Diagnosis`] ([`apply_waivers`]), and the `--fail-on` gate ([`exceeds`], DESIGN §4). It does not
 //! own the clock: the caller passes `today`, so tests and replays are deterministic. Waivers are a
 //! policy about *now*, which is why they are judged at the caller's date and not at the bundle's
@@ -26,7 +29,7 @@
 
 mod load;
 
-pub use load::{WaiverError, load_waivers, parse_waivers};
+pub use load::{WaiverError, check_rule_ids, load_waivers, parse_waivers};
 
 use super::diagnosis::{
     AppliedWaiver, Class, Diagnosis, Severity, SubjectKind, Verdict, WaiverNotice,
@@ -60,6 +63,8 @@ pub struct Waiver {
     pub expires: jiff::civil::Date,
     /// Line of the waiver in its file, for messages.
     pub line: u64,
+    /// Line of its `rule:` value, for messages about the rule.
+    pub rule_line: u64,
 }
 
 /// `Kind/name`, where the kind may be `*` and the name may contain `*` (any run of characters).
@@ -182,8 +187,10 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 /// A matching, unexpired waiver sets `verdict.waived` (the first such waiver in file order wins; a
 /// verdict already waived keeps its waiver). Every expired waiver is reported in
 /// `d.waiver_notices` as `expired` — it no longer applies — and every unexpired waiver that matched
-/// no verdict as `unmatched`. `d.summary.worst` is recomputed, since it only counts verdicts that
-/// are not waived. Notices are appended, so call this once per diagnosis.
+/// no verdict as `unmatched`. `d.summary` is recomputed ([`super::classify::summarize`]): its
+/// headline names the worst verdict that is not waived, its counts keep waived verdicts apart, and
+/// `worst` only counts verdicts that are not waived. Notices are appended, so call this once per
+/// diagnosis.
 pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
     let mut matched = vec![false; w.waivers.len()];
     for v in &mut d.verdicts {
@@ -208,7 +215,7 @@ pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
             d.waiver_notices.push(waiver.notice(NOTICE_UNMATCHED));
         }
     }
-    d.summary.worst = worst_unwaived(d);
+    d.summary = super::classify::summarize(&d.verdicts);
 }
 
 /// The severity a verdict has for the gate: `None` for `Healthy` (it never fails a gate), at least

@@ -58,10 +58,13 @@ enum Source {
 
 fn load(args: &ServeArgs) -> anyhow::Result<Source> {
     if let Some(file) = &args.bundle {
-        let b = crate::bundle::load_bundle(file).map_err(input_error)?;
+        let b = crate::cli::import::load_bundle_arg(file)?;
         return Ok(Source::Recording(Box::new(b)));
     }
     if !args.raw.is_empty() {
+        for p in &args.raw {
+            crate::cli::input::check_raw_path(p).map_err(input_error)?;
+        }
         let b = crate::bundle::raw::import_paths(&args.raw).map_err(input_error)?;
         return Ok(Source::Recording(Box::new(b)));
     }

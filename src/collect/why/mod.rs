@@ -164,10 +164,9 @@ pub async fn investigate(
         && v.is_unreachable()
         && m.is_unreachable()
     {
-        return Err(WhyError::Unreachable(format!(
-            "the API server at {} could not be reached: {v}",
-            gatherer.server
-        )));
+        return Err(WhyError::Unreachable(
+            crate::collect::tls_words::unreachable_message(&gatherer.server, &v.to_string()),
+        ));
     }
 
     // 2. The request.

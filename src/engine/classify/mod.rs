@@ -356,19 +356,22 @@ pub fn summarize(verdicts: &[Verdict]) -> Summary {
     let mut by_class: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_severity: BTreeMap<String, usize> = BTreeMap::new();
     let mut worst = Severity::Info;
+    let mut waived = 0;
     for v in verdicts {
+        if v.waived.is_some() {
+            waived += 1;
+            continue;
+        }
         *by_class.entry(v.class.as_str().to_string()).or_default() += 1;
         *by_severity
             .entry(v.severity.as_str().to_string())
             .or_default() += 1;
-        if v.waived.is_none() {
-            let s = if v.class == Class::Inconclusive {
-                v.severity.max(Severity::Warning)
-            } else {
-                v.severity
-            };
-            worst = worst.max(s);
-        }
+        let s = if v.class == Class::Inconclusive {
+            v.severity.max(Severity::Warning)
+        } else {
+            v.severity
+        };
+        worst = worst.max(s);
     }
     let unread: Vec<&str> = verdicts
         .iter()
@@ -398,6 +401,7 @@ pub fn summarize(verdicts: &[Verdict]) -> Summary {
         subjects: verdicts.len(),
         by_class,
         by_severity,
+        waived,
         worst,
         headline,
     }

@@ -5,6 +5,7 @@ mod util;
 
 mod bundle_load;
 mod captures;
+mod cli_habits;
 mod collect;
 mod collect_logs_events;
 mod collect_many;

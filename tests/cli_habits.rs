@@ -291,3 +291,119 @@ fn replay_serve_removes_its_admin_kubeconfig_when_stopped() {
         assert!(!dir.exists(), "{signal}: {} removed", dir.display());
     }
 }
+
+/// What the krew caveats promise is what a collection sends: GET (lists and watches are GETs), a
+/// server-side dry-run POST only with --probe-admission, and impersonation only as the delegation
+/// probe's user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collection_sends_what_the_caveats_say() {
+    use crate::collect::{Files, run, start};
+    for (scenario, extra) in [
+        ("healthy", vec![]),
+        (
+            "admission-webhook-down-ignore",
+            vec!["--probe-admission", "-n", "wh-guarded"],
+        ),
+    ] {
+        let server = start(scenario).await;
+        let f = Files::new();
+        let kc = f.write(
+            "kubeconfig",
+            &server.kubeconfig(extpath::refserver::ClientAuth::Token),
+        );
+        let mut args = vec![
+            "collect",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--window",
+            "0",
+        ];
+        args.extend(extra.iter().copied());
+        let home = f.path().to_path_buf();
+        let owned: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let r = tokio::task::spawn_blocking(move || {
+            let a: Vec<&str> = owned.iter().map(String::as_str).collect();
+            run(&home, &a, &[])
+        })
+        .await
+        .unwrap();
+        assert_eq!(r.code, 0, "{scenario}: {}", r.stderr);
+        let sent: Vec<_> = server
+            .requests()
+            .into_iter()
+            .filter(|q| !q.traffic)
+            .collect();
+        assert!(!sent.is_empty());
+        for q in &sent {
+            match q.method.as_str() {
+                "GET" => {}
+                "POST" => assert!(
+                    !extra.is_empty() && q.path.contains("dryRun=All"),
+                    "{scenario}: a write only as an asked-for dry run: {}",
+                    q.path
+                ),
+                other => panic!("{scenario}: {other} {}", q.path),
+            }
+            assert!(
+                q.user == "admin" || q.user == "extpath:delegation-probe",
+                "{scenario}: sent as {} to {}",
+                q.user,
+                q.path
+            );
+        }
+        if scenario == "healthy" {
+            assert!(
+                sent.iter()
+                    .any(|q| q.user == "extpath:delegation-probe" && q.method == "GET"),
+                "the delegation probe impersonates by default"
+            );
+        }
+        server.shutdown().await;
+    }
+}
+
+/// `-v` levels are distinct: 1 adds step times, 2 a line per request, 3 the headers of each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_verbosity_level_adds_what_its_help_says() {
+    use crate::collect::{Files, run, start};
+    let server = start("healthy").await;
+    let f = Files::new();
+    let kc = f.write(
+        "kubeconfig",
+        &server.kubeconfig(extpath::refserver::ClientAuth::Token),
+    );
+    let kc = kc.to_str().unwrap().to_string();
+    let home = f.path().to_path_buf();
+    let stderr = tokio::task::spawn_blocking(move || {
+        ["0", "1", "2", "3"].map(|v| {
+            let r = run(
+                &home,
+                &["collect", "--kubeconfig", &kc, "--window", "0", "-v", v],
+                &[],
+            );
+            assert_eq!(r.code, 0, "-v {v}: {}", r.stderr);
+            r.stderr
+        })
+    })
+    .await
+    .unwrap();
+    let [v0, v1, v2, v3] = &stderr;
+    assert!(v0.is_empty(), "-v 0 on a pipe: nothing: {v0}");
+    let step = |t: &str| t.lines().any(|l| l.contains("] done: APIServices"));
+    let request = |t: &str| {
+        t.lines().any(|l| {
+            l.contains("] GET /apis/apiregistration.k8s.io/v1/apiservices?limit=500 200 in ")
+        })
+    };
+    let headers = |t: &str| t.lines().any(|l| l.contains(" priority-level-uid="));
+    assert!(step(v1) && !request(v1), "-v 1: steps only:\n{v1}");
+    assert!(
+        step(v2) && request(v2) && !headers(v2),
+        "-v 2: requests:\n{v2}"
+    );
+    assert!(
+        step(v3) && request(v3) && headers(v3),
+        "-v 3: headers:\n{v3}"
+    );
+    server.shutdown().await;
+}

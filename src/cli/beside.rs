@@ -15,7 +15,19 @@ use crate::refserver::RunningServer;
 /// When the temporary CA file cannot be written, or the client cannot be configured.
 pub async fn collect_beside(
     server: &RunningServer,
+    opts: CollectOptions,
+) -> anyhow::Result<EvidenceBundle> {
+    collect_beside_with(server, opts, &NoProgress).await
+}
+
+/// [`collect_beside`], reporting progress (`scan --demo -v 1`).
+///
+/// # Errors
+/// As [`collect_beside`].
+pub async fn collect_beside_with(
+    server: &RunningServer,
     mut opts: CollectOptions,
+    progress: &dyn crate::collect::Progress,
 ) -> anyhow::Result<EvidenceBundle> {
     let dir = tempfile::tempdir()?;
     let ca = dir.path().join("ca.crt");
@@ -33,7 +45,7 @@ pub async fn collect_beside(
     for (svc, addr) in server.backend_addresses() {
         opts.backend_addresses.entry(svc).or_insert(addr);
     }
-    let collected = crate::collect::collect(&conn, &opts, &NoProgress).await?;
+    let collected = crate::collect::collect(&conn, &opts, progress).await?;
     if let Some(why) = collected.unreachable {
         anyhow::bail!("the reference server could not be reached: {why}");
     }

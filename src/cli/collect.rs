@@ -17,7 +17,11 @@ use crate::collect::{CollectOptions, EtcdOptions, Progress, PrometheusOptions};
 /// Options shared by `collect` and `scan`.
 #[derive(Debug, Clone, Args)]
 pub struct CollectFlags {
-    /// Log level like kubectl's `-v`: 1 prints the time each collection step finished, on stderr.
+    /// Log level on stderr, like kubectl's `-v`: 0 shows a progress bar when stderr is a terminal;
+    /// 1 prints when each collection step finished (where a slow collection spends its time); 2
+    /// adds one line per request to the API server (method, path, status, time, like kubectl
+    /// -v=6); 3 adds the response headers a diagnosis reads (APF flow schema and priority level,
+    /// audit id, Retry-After). Higher levels are 3.
     #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
     /// Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only).
@@ -212,10 +216,14 @@ pub struct CollectArgs {
 pub struct Bar(Option<indicatif::ProgressBar>, Option<std::time::Instant>);
 
 impl Bar {
-    /// A bar if stderr is a TTY, else nothing; timed lines when `verbosity` ≥ 1.
+    /// A bar if stderr is a TTY, else nothing; timed lines when `verbosity` ≥ 1, and a line per
+    /// request from 2 on (with the headers that matter from 3 on).
     pub fn with_verbosity(verbosity: u8) -> Self {
+        if verbosity >= 2 {
+            crate::collect::fetch::log_requests(log_line, verbosity >= 3);
+        }
         if verbosity >= 1 {
-            return Bar(None, Some(std::time::Instant::now()));
+            return Bar(None, Some(super::started()));
         }
         Bar::new()
     }
@@ -244,6 +252,14 @@ impl Bar {
     }
 }
 
+/// One timed line on stderr, on the clock of the step lines.
+fn log_line(line: &str) {
+    eprintln!(
+        "[{:>7.3}s] {line}",
+        super::started().elapsed().as_secs_f64()
+    );
+}
+
 impl Default for Bar {
     fn default() -> Self {
         Bar::new()
@@ -261,8 +277,8 @@ impl Progress for Bar {
             b.inc(1);
             b.set_message(what.to_string());
         }
-        if let Some(started) = &self.1 {
-            eprintln!("[{:>7.3}s] done: {what}", started.elapsed().as_secs_f64());
+        if self.1.is_some() {
+            log_line(&format!("done: {what}"));
         }
     }
 }

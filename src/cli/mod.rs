@@ -18,6 +18,7 @@ mod kube_flags;
 mod replay;
 mod rules;
 mod scan;
+mod version;
 mod why;
 
 use std::process::ExitCode;
@@ -97,6 +98,9 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
     Completions(completions::CompletionsArgs),
+    /// Print the client version, the rules it carries, and the API server's version when it can
+    /// be reached.
+    Version(Box<version::VersionArgs>),
     /// Answer cobra's completion protocol for kubectl_complete-extpath.
     #[command(name = "__complete", hide = true, disable_help_flag = true)]
     Complete(completions::CompleteArgs),
@@ -142,6 +146,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Why(args) => why::run(*args),
         Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
+        Command::Version(args) => version::run(*args),
         Command::Complete(args) => completions::run_complete(args),
     }
 }

@@ -45,7 +45,10 @@ async fn collect_demo(
     // The demo's clients run for a moment before the scan looks, as on a cluster in the middle of
     // an incident (its slow webhook takes a second to time out for the first time).
     tokio::time::sleep(DEMO_WARMUP).await;
-    let bundle = super::beside::collect_beside(&server, flags.options(kube, "default")).await;
+    let bar = super::collect::Bar::with_verbosity(flags.verbosity);
+    let bundle =
+        super::beside::collect_beside_with(&server, flags.options(kube, "default"), &bar).await;
+    bar.finish();
     server.shutdown().await;
     let mut bundle = bundle?;
     CollectFlags::apply_merges(&mut bundle, &merges);

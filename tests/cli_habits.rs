@@ -407,3 +407,84 @@ async fn each_verbosity_level_adds_what_its_help_says() {
     );
     server.shutdown().await;
 }
+
+/// `version` names the server's version when it answers, and says why not when it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_names_the_server_when_it_can() {
+    use crate::collect::{Files, run, start};
+    let server = start("healthy").await;
+    let f = Files::new();
+    let kc = f.write(
+        "kubeconfig",
+        &server.kubeconfig(extpath::refserver::ClientAuth::Token),
+    );
+    let kc = kc.to_str().unwrap().to_string();
+    let other = extpath::pki::generate::TestCa::new(
+        "some-other-ca",
+        extpath::pki::generate::Validity::around(jiff::Timestamp::now(), 1, 30),
+    )
+    .unwrap();
+    let other_ca = f.write("other-ca.crt", &other.cert_pem);
+    let other_ca = other_ca.to_str().unwrap().to_string();
+    let home = f.path().to_path_buf();
+    let (text, json, no_ca, wrong_ca) = tokio::task::spawn_blocking(move || {
+        let text = run(&home, &["version", "--kubeconfig", &kc], &[]);
+        let json = run(&home, &["version", "--kubeconfig", &kc, "-o", "json"], &[]);
+        // The same server without the CA that signed it: said in kubectl's words, still exit 0.
+        let no_ca = run(
+            &home,
+            &[
+                "version",
+                "--kubeconfig",
+                &kc,
+                "--certificate-authority",
+                "/dev/null",
+            ],
+            &[],
+        );
+        let wrong_ca = run(
+            &home,
+            &[
+                "version",
+                "--kubeconfig",
+                &kc,
+                "--certificate-authority",
+                &other_ca,
+            ],
+            &[],
+        );
+        (text, json, no_ca, wrong_ca)
+    })
+    .await
+    .unwrap();
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let lines: Vec<&str> = text.stdout.lines().collect();
+    assert!(lines[0].starts_with("Client Version: v"), "{}", text.stdout);
+    assert!(lines[1].starts_with("Rules: "), "{}", text.stdout);
+    assert!(
+        lines[2].starts_with("Server Version: v1."),
+        "{}",
+        text.stdout
+    );
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert!(
+        doc["serverVersion"]["gitVersion"]
+            .as_str()
+            .unwrap()
+            .starts_with("v1.")
+    );
+    assert!(doc["rules"]["bundled"].as_u64().unwrap() > 100);
+    assert!(doc.get("serverError").is_none());
+    // /dev/null holds no certificate: an input error, like every other command's.
+    assert_eq!(no_ca.code, 2, "{}", no_ca.stderr);
+    assert_eq!(wrong_ca.code, 0, "{}", wrong_ca.stderr);
+    assert!(
+        wrong_ca.stdout.contains(
+            "Server Version: not available: Unable to connect to the server: tls: failed to \
+             verify certificate: x509: certificate signed by unknown authority"
+        ),
+        "{}",
+        wrong_ca.stdout
+    );
+    server.shutdown().await;
+}

@@ -6,6 +6,7 @@ mod util;
 mod bundle_load;
 mod captures;
 mod cli_habits;
+mod cli_transcripts;
 mod collect;
 mod collect_logs_events;
 mod collect_many;

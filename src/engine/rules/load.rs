@@ -462,13 +462,15 @@ pub fn load_one_all(
     if raw.explain.value.trim().is_empty() {
         errs.push(err(file, line(&raw.explain), "explain is empty"));
     }
-    let (Some(class), Some(severity), Some(subjects), Some(rung)) =
-        (class, severity, subjects, rung)
-    else {
+    // Without its subject kinds a rule's expressions cannot be checked (the variables they see
+    // depend on them). Anything else already found wrong gets a placeholder, so that the
+    // expressions are still checked against the fact model: every problem is reported at once.
+    let Some(subjects) = subjects else {
         return Err(errs);
     };
-    // An expression that did not compile stands in as a placeholder, so that the others are still
-    // checked against the fact model: every problem is reported at once.
+    let class = class.unwrap_or(Class::OutOfScope);
+    let severity = severity.unwrap_or(Severity::Warning);
+    let rung = rung.unwrap_or(Rung::ALL[0]);
     let when = match when {
         Some(w) => w,
         None => match compile(file, 1, "when", "false") {

@@ -43,6 +43,9 @@ _kubectl_extpath() {
             kubectl_extpath,scan)
                 cmd="kubectl_extpath__subcmd__scan"
                 ;;
+            kubectl_extpath,version)
+                cmd="kubectl_extpath__subcmd__version"
+                ;;
             kubectl_extpath,why)
                 cmd="kubectl_extpath__subcmd__why"
                 ;;
@@ -72,6 +75,9 @@ _kubectl_extpath() {
                 ;;
             kubectl_extpath__subcmd__help,scan)
                 cmd="kubectl_extpath__subcmd__help__subcmd__scan"
+                ;;
+            kubectl_extpath__subcmd__help,version)
+                cmd="kubectl_extpath__subcmd__help__subcmd__version"
                 ;;
             kubectl_extpath__subcmd__help,why)
                 cmd="kubectl_extpath__subcmd__help__subcmd__why"
@@ -131,7 +137,7 @@ _kubectl_extpath() {
 
     case "${cmd}" in
         kubectl_extpath)
-            opts="-h -V --help --version scan import analyze explain rules collect why replay completions help"
+            opts="-h -V --help --version scan import analyze explain rules collect why replay completions version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -156,11 +162,11 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json yaml markdown junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml markdown junit" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table json yaml markdown junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml markdown junit" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -168,7 +174,7 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --class)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "Aggregation Admission Auth APF Storage Watch OutOfScope Healthy Inconclusive" -- "${cur}"))
                     return 0
                     ;;
                 --subject)
@@ -397,7 +403,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__help)
-            opts="scan import analyze explain rules collect why replay completions help"
+            opts="scan import analyze explain rules collect why replay completions version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -579,6 +585,20 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__help__subcmd__scan)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__help__subcmd__version)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1040,11 +1060,11 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table json yaml markdown junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml markdown junit" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table json yaml markdown junit" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml markdown junit" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1052,7 +1072,7 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --class)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "Aggregation Admission Auth APF Storage Watch OutOfScope Healthy Inconclusive" -- "${cur}"))
                     return 0
                     ;;
                 --subject)
@@ -1084,6 +1104,96 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --save-bundle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kubectl_extpath__subcmd__version)
+            opts="-o -s -n -h --client --output --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "text json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "text json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cluster)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --user)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --server)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --certificate-authority)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --client-certificate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --client-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-server-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as-group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as-uid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

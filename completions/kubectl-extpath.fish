@@ -35,6 +35,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "col
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "why" -d 'Reproduce one request, trace its path rung by rung, and classify it (writes only as a server-side dry run: --dry-run -f FILE)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "replay" -d 'Run scenarios on the bundled reference server end to end (`replay --all`), or serve one (`replay serve SCENARIO`, `replay serve --bundle FILE`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "version" -d 'Print the client version, the rules it carries, and the API server\'s version when it can be reached'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l context -d 'The name of the kubeconfig context to use' -r
@@ -51,7 +52,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l as-uid -d 'UID to impersonate for the operation' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s v -l v -d 'Log level like kubectl\'s `-v`: 1 prints the time each collection step finished, on stderr' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s v -l v -d 'Log level on stderr, like kubectl\'s `-v`: 0 shows a progress bar when stderr is a terminal; 1 prints when each collection step finished (where a slow collection spends its time); 2 adds one line per request to the API server (method, path, status, time, like kubectl -v=6); 3 adds the response headers a diagnosis reads (APF flow schema and priority level, audit id, Retry-After). Higher levels are 3' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only). With --prometheus it applies only to etcd\'s /metrics (--etcd-metrics-url)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable)' -r
@@ -67,20 +68,29 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-apiserver-selector -d 'Label matchers of kube-apiserver\'s series in Prometheus' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l prometheus-etcd-selector -d 'Label matchers of etcd\'s series in Prometheus (read unless --etcd-metrics-url is given)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l merge -d 'Merge the evidence a collection cannot gather from this bundle (repeatable): client output (kubectl, curl), log findings, Events, certificates and APF state not already collected, and metrics and health checks of targets the collection has none of. `replay serve --bundle` writes such a file; its recording time then becomes the collection time' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s o -l output -d 'Output format: table (default), json (the machine contract), yaml, markdown (incident documents) or junit (one test case per subject, for CI)' -r -f -a "table\t'A table for the terminal, with details for every finding'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s o -l output -d 'Output format' -r -f -a "table\t'A table with details for every finding: as wide as the terminal, not wrapped when piped'
+wide\t'The table with rung, confidence, evidence and consequences as columns, one line per verdict and nothing wrapped (like `kubectl get -o wide`)'
 json\t'The Diagnosis as JSON (docs/diagnosis.schema.json)'
 yaml\t'The Diagnosis as YAML'
 markdown\t'Markdown for incident documents'
-junit\t'JUnit XML for CI: one test case per subject'"
+junit\t'JUnit XML for CI: one test case per subject, failing exactly as --fail-on does'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l color -d 'Colour in the table: auto (a terminal, NO_COLOR unset), always or never' -r -f -a "auto\t'Colour when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`'
 always\t'Always colour (also when piped, e.g. into `less -R`)'
 never\t'Never colour'"
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l class -d 'Only report verdicts of this class (repeatable)' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l subject -d 'Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l class -d 'Only report verdicts of this class (repeatable)' -r -f -a "Aggregation\t'APIService, Service, endpoints, proxy TLS, discovery'
+Admission\t'admission and CRD conversion webhooks'
+Auth\t'authentication and authorization, delegated too'
+APF\t'API Priority and Fairness, max-in-flight'
+Storage\t'storage and etcd'
+Watch\t'watch streams and the watch cache'
+OutOfScope\t'not the API server\'s: controllers, kubelet, backends'
+Healthy\t'nothing wrong on the subject'
+Inconclusive\t'the evidence to judge the subject is missing'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l subject -d 'Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable). KIND is a subject kind in any case, singular or plural, or kubectl\'s short name where one exists (`apiservices/v1beta1.*`, `crd`, `mutatingwebhook/…`)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l rule -d 'Run only this rule (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-rule -d 'Do not run this rule (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l set -d 'Set a rule setting, e.g. `cert_warn_days=14` (repeatable)' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l waivers -d 'A waivers file for CI gates (rule, subject, reason, expiry); expired or unmatched waivers are reported' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l waivers -d 'A waivers file accepting known findings for a while (docs/waivers.md): `apiVersion: extpath.dev/v1alpha1`, `kind: Waivers`, and `waivers:` entries with `rule` (a rule id or `*`), `subject` (Kind/name, `*` globs), `reason` and `expires` (YYYY-MM-DD). Waived verdicts do not fail the gate; expired or unmatched waivers are reported' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l fail-on -d 'Exit 1 when a verdict not waived is at or above this severity (Inconclusive counts as warning)' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
 critical\t'Critical verdicts only'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
@@ -90,7 +100,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l pod-logs -d 'Read the last lines of the logs of the Pods behind APIServices and webhooks and keep the known error lines (needs `get` on pods/log, which deploy/rbac.yaml does not grant)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-list-probe -d 'Do not list one resource of each aggregated group/version after its discovery answers (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-delegation-probe -d 'Do not send each aggregated group/version\'s discovery request again as an ordinary authenticated user (`extpath:delegation-probe`, group `system:authenticated`), which finds an extension server whose delegated authorization fails for everyone outside system:masters before a user does. It needs `impersonate` on users and groups (not in deploy/rbac.yaml: without it the probe is a gap); it is not sent when --as is given'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l wide -d 'Show each verdict\'s rung, confidence, evidence and consequences as table columns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l wide -d 'The same as `-o wide` (kept for scripts written before it)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l show-healthy -d 'List every healthy subject in the table instead of one line that counts them'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l demo -d 'Scan the embedded demo instead of a cluster: the bundled reference server running fixtures/scenarios/demo.yaml (two broken aggregated APIs, a webhook timing out, a healthy webhook) with its clients. Needs no cluster and no kubeconfig'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -100,25 +110,34 @@ json\t'JSON'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -l strict -d 'With --raw: fail (exit 2) on any file that cannot be read as the kind its content shows — malformed, cut short, unreadable, too large, invalid UTF-8 — also inside a directory, where it is otherwise recorded as an `unreadable` gap while the rest of the folder is used. Files of no known kind inside a directory are still only skipped'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l raw -d 'Build the bundle from raw files and directories instead: kubectl output, /metrics dumps, certificates, curl output, logs (kinds are told from content, see docs/raw-import.md)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s o -l output -d 'Output format: table (default), json (the machine contract), yaml, markdown (incident documents) or junit (one test case per subject, for CI)' -r -f -a "table\t'A table for the terminal, with details for every finding'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s o -l output -d 'Output format' -r -f -a "table\t'A table with details for every finding: as wide as the terminal, not wrapped when piped'
+wide\t'The table with rung, confidence, evidence and consequences as columns, one line per verdict and nothing wrapped (like `kubectl get -o wide`)'
 json\t'The Diagnosis as JSON (docs/diagnosis.schema.json)'
 yaml\t'The Diagnosis as YAML'
 markdown\t'Markdown for incident documents'
-junit\t'JUnit XML for CI: one test case per subject'"
+junit\t'JUnit XML for CI: one test case per subject, failing exactly as --fail-on does'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l color -d 'Colour in the table: auto (a terminal, NO_COLOR unset), always or never' -r -f -a "auto\t'Colour when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`'
 always\t'Always colour (also when piped, e.g. into `less -R`)'
 never\t'Never colour'"
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l class -d 'Only report verdicts of this class (repeatable)' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l subject -d 'Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l class -d 'Only report verdicts of this class (repeatable)' -r -f -a "Aggregation\t'APIService, Service, endpoints, proxy TLS, discovery'
+Admission\t'admission and CRD conversion webhooks'
+Auth\t'authentication and authorization, delegated too'
+APF\t'API Priority and Fairness, max-in-flight'
+Storage\t'storage and etcd'
+Watch\t'watch streams and the watch cache'
+OutOfScope\t'not the API server\'s: controllers, kubelet, backends'
+Healthy\t'nothing wrong on the subject'
+Inconclusive\t'the evidence to judge the subject is missing'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l subject -d 'Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable). KIND is a subject kind in any case, singular or plural, or kubectl\'s short name where one exists (`apiservices/v1beta1.*`, `crd`, `mutatingwebhook/…`)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l rule -d 'Run only this rule (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l skip-rule -d 'Do not run this rule (repeatable)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l set -d 'Set a rule setting, e.g. `cert_warn_days=14` (repeatable)' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l waivers -d 'A waivers file for CI gates (rule, subject, reason, expiry); expired or unmatched waivers are reported' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l waivers -d 'A waivers file accepting known findings for a while (docs/waivers.md): `apiVersion: extpath.dev/v1alpha1`, `kind: Waivers`, and `waivers:` entries with `rule` (a rule id or `*`), `subject` (Kind/name, `*` globs), `reason` and `expires` (YYYY-MM-DD). Waived verdicts do not fail the gate; expired or unmatched waivers are reported' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l fail-on -d 'Exit 1 when a verdict not waived is at or above this severity (Inconclusive counts as warning)' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
 critical\t'Critical verdicts only'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l strict -d 'With --raw: fail (exit 2) on any file that cannot be read as the kind its content shows — malformed, cut short, unreadable, too large, invalid UTF-8 — also inside a directory, where it is otherwise recorded as an `unreadable` gap while the rest of the folder is used. Files of no known kind inside a directory are still only skipped'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l wide -d 'Show each verdict\'s rung, confidence, evidence and consequences as table columns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l wide -d 'The same as `-o wide` (kept for scripts written before it)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -l show-healthy -d 'List every healthy subject in the table instead of one line that counts them'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand analyze" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand explain" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
@@ -153,7 +172,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l as-uid -d 'UID to impersonate for the operation' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s v -l v -d 'Log level like kubectl\'s `-v`: 1 prints the time each collection step finished, on stderr' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s v -l v -d 'Log level on stderr, like kubectl\'s `-v`: 0 shows a progress bar when stderr is a terminal; 1 prints when each collection step finished (where a slow collection spends its time); 2 adds one line per request to the API server (method, path, status, time, like kubectl -v=6); 3 adds the response headers a diagnosis reads (APF flow schema and priority level, audit id, Retry-After). Higher levels are 3' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l window -d 'Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only). With --prometheus it applies only to etcd\'s /metrics (--etcd-metrics-url)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l timeout -d 'Bound on the whole collection; what has not answered by then is recorded as a gap' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l backend-address -d 'Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable)' -r
@@ -235,16 +254,38 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario, or a recorded incident (--bundle, --raw), on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "scan" -d 'Collect from the live cluster and classify every extension path (read-only)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "rules" -d 'List, lint and test rules'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "why" -d 'Reproduce one request, trace its path rung by rung, and classify it (writes only as a server-side dry run: --dry-run -f FILE)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "replay" -d 'Run scenarios on the bundled reference server end to end (`replay --all`), or serve one (`replay serve SCENARIO`, `replay serve --bundle FILE`)'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -s o -l output -d 'Output format' -r -f -a "text\t'`Client Version: …` lines'
+json\t'JSON (`clientVersion`, `rules`, `serverVersion`)'
+yaml\t'The same as YAML'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l cluster -d 'The name of the kubeconfig cluster to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l user -d 'The name of the kubeconfig user to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -s s -l server -d 'The address and port of the Kubernetes API server' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l certificate-authority -d 'Path to a cert file for the certificate authority' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l client-certificate -d 'Path to a client certificate file for TLS' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l client-key -d 'Path to a client key file for TLS' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l token -d 'Bearer token for authentication to the API server' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l tls-server-name -d 'Server name to use for server certificate validation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l as -d 'Username to impersonate for the operation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l as-group -d 'Group to impersonate for the operation (repeatable)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l as-uid -d 'UID to impersonate for the operation' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -s n -l namespace -d 'The namespace scope for namespaced probes' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l request-timeout -d 'The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h)' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l client -d 'Only this client and its rules: do not contact the API server'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "scan" -d 'Collect from the live cluster and classify every extension path (read-only)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "import" -d 'Validate an evidence bundle and print it back, or build one from raw incident files'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "analyze" -d 'Classify an evidence bundle offline: one verdict per subject'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "explain" -d 'The runbook text of a rule, or what a class owns'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "rules" -d 'List, lint and test rules'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "collect" -d 'Collect an evidence bundle from the live cluster (read-only) and print it'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "why" -d 'Reproduce one request, trace its path rung by rung, and classify it (writes only as a server-side dry run: --dry-run -f FILE)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "replay" -d 'Run scenarios on the bundled reference server end to end (`replay --all`), or serve one (`replay serve SCENARIO`, `replay serve --bundle FILE`)'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "completions" -d 'Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "version" -d 'Print the client version, the rules it carries, and the API server\'s version when it can be reached'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and not __fish_seen_subcommand_from scan import analyze explain rules collect why replay completions version help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "list" -d 'List the bundled rules and those of `--rules DIR`'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "lint" -d 'Check rule files: schema, CEL, fields against the fact model, a test beside each rule'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand help; and __fish_seen_subcommand_from rules" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'

@@ -641,6 +641,66 @@ async fn tls_to_the_api_server_is_verified_unless_told_otherwise() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_certificate_from_another_ca_is_refused_in_kubectls_words_with_the_fix() {
+    use base64::Engine;
+    let server = start("healthy").await;
+    let f = Files::new();
+    // The kubeconfig trusts a CA that did not sign the server's certificate.
+    let other = extpath::pki::generate::TestCa::new(
+        "some-other-ca",
+        extpath::pki::generate::Validity::around(jiff::Timestamp::now(), 1, 30),
+    )
+    .unwrap();
+    let mut kc: Value = serde_saphyr::from_str(&server.kubeconfig(ClientAuth::Token)).unwrap();
+    kc["clusters"][0]["cluster"]["certificate-authority-data"] =
+        base64::engine::general_purpose::STANDARD
+            .encode(&other.cert_pem)
+            .into();
+    let kc = f.write("kubeconfig", &serde_json::to_string(&kc).unwrap());
+    let kc = kc.to_str().unwrap();
+    for sub in ["collect", "scan"] {
+        let r = run(f.path(), &[sub, "--kubeconfig", kc, "--window", "0"], &[]);
+        assert_eq!(r.code, 3, "{sub}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{sub}: {}", r.stdout);
+        assert_eq!(r.stderr.lines().count(), 1, "{sub}: one line: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "Unable to connect to the server: tls: failed to verify certificate: x509: \
+                 certificate signed by unknown authority"
+            ),
+            "{sub}: kubectl's words: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("--certificate-authority")
+                && r.stderr.contains("--insecure-skip-tls-verify"),
+            "{sub}: the flags that fix it: {}",
+            r.stderr
+        );
+    }
+    // The CA that did sign it, given with the flag the message names, fixes it.
+    let ca = f.write("ca.crt", server.ca_pem());
+    let r = run(
+        f.path(),
+        &[
+            "collect",
+            "--kubeconfig",
+            kc,
+            "--certificate-authority",
+            ca.to_str().unwrap(),
+            "--window",
+            "0",
+            "-o",
+            "json",
+            "--skip-list-probe",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_cluster_configuration_and_exec_plugins_work() {
     let server = start("healthy").await;
     let f = Files::new();

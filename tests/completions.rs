@@ -234,3 +234,108 @@ fn kubectl_completes_the_plugin_through_the_shim() {
     let file = kubectl(&["__complete", "extpath", "import", ""]);
     assert!(file.ends_with(":0\n"), "file names for FILE: {file}");
 }
+
+const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: prod\n  cluster: {server: \"https://127.0.0.1:6443\"}\n- name: staging\n  cluster: {server: \"https://127.0.0.1:6444\"}\nusers:\n- name: admin\n  user: {token: x}\ncontexts:\n- name: prod-admin\n  context: {cluster: prod, user: admin, namespace: payments}\n- name: staging-admin\n  context: {cluster: staging, user: admin, namespace: checkout}\ncurrent-context: prod-admin\n";
+
+#[test]
+fn values_known_only_at_run_time_complete_too() {
+    // Rule ids where a rule is named, classes and severities, why's methods.
+    assert_eq!(
+        values(&["explain", "aggregation-tls-u"]).0,
+        ["aggregation-tls-unknown-authority"]
+    );
+    assert!(
+        values(&["explain", ""])
+            .0
+            .iter()
+            .any(|v| v == "Aggregation")
+    );
+    for flag in ["--rule", "--skip-rule"] {
+        let (v, directive) = values(&["analyze", "b.yaml", flag, "storage-etcd-no"]);
+        assert_eq!(v, ["storage-etcd-no-leader"], "{flag}");
+        assert_eq!(directive, DIRECTIVE_NO_FILE_COMP);
+    }
+    assert_eq!(
+        values(&["scan", "--rule=watch-stream-b"]).0,
+        ["--rule=watch-stream-broken"]
+    );
+    assert_eq!(values(&["scan", "--class", ""]).0.len(), 9);
+    assert_eq!(values(&["scan", "--class", "Ag"]).0, ["Aggregation"]);
+    assert_eq!(
+        values(&["scan", "--fail-on", ""]).0,
+        ["warning", "critical"]
+    );
+    assert_eq!(values(&["why", ""]).0, ["GET", "LIST", "WATCH"]);
+
+    // A --rules DIR on the line adds its rules.
+    let dir = tempfile::tempdir().unwrap();
+    let rule = std::fs::read_to_string(
+        repo().join("rules/aggregation/aggregation-apiservice-name-mismatch.yaml"),
+    )
+    .unwrap()
+    .replace(
+        "id: aggregation-apiservice-name-mismatch",
+        "id: team-apiservice-naming",
+    );
+    std::fs::write(dir.path().join("team-apiservice-naming.yaml"), rule).unwrap();
+    let rules_dir = dir.path().to_str().unwrap();
+    assert_eq!(
+        values(&["analyze", "--rules", rules_dir, "--rule", "team-"]).0,
+        ["team-apiservice-naming"]
+    );
+
+    // Contexts, clusters, users and namespaces from the kubeconfig named on the line.
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(&kc, KUBECONFIG).unwrap();
+    let kc = kc.to_str().unwrap();
+    assert_eq!(
+        values(&["scan", "--kubeconfig", kc, "--context", ""]).0,
+        ["prod-admin", "staging-admin"]
+    );
+    assert_eq!(
+        values(&["collect", "--kubeconfig", kc, "-n", ""]).0,
+        ["payments", "checkout"]
+    );
+    assert_eq!(
+        values(&["why", "--kubeconfig", kc, "--cluster", "st"]).0,
+        ["staging"]
+    );
+    assert_eq!(
+        values(&["version", "--kubeconfig", kc, "--user", ""]).0,
+        ["admin"]
+    );
+    // A kubeconfig that cannot be read completes nothing, and never fails.
+    assert_eq!(
+        values(&["scan", "--kubeconfig", "/nonexistent", "--context", ""]),
+        (vec![], DIRECTIVE_NO_FILE_COMP)
+    );
+}
+
+#[test]
+fn kubectl_completes_contexts_and_rule_ids_through_the_shim() {
+    let minor = kubectl_minor();
+    if minor < 26 {
+        eprintln!("kubectl 1.{minor} predates plugin completion (1.26); not testing it");
+        return;
+    }
+    let dir = plugin_dir();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(&kc, KUBECONFIG).unwrap();
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new("kubectl")
+            .args(args)
+            .env("PATH", path_with(dir.path()))
+            .env("KUBECONFIG", &kc)
+            .output()
+            .expect("kubectl is on PATH (the tests use the real one)");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let contexts = kubectl(&["__complete", "extpath", "scan", "--context", ""]);
+    assert!(
+        contexts.starts_with("prod-admin\t") && contexts.contains("\nstaging-admin\t"),
+        "{contexts}"
+    );
+    let rules = kubectl(&["__complete", "extpath", "explain", "apf-max"]);
+    assert!(rules.starts_with("apf-max-inflight-429\t"), "{rules}");
+}

@@ -266,7 +266,7 @@ fn analyze_exit_codes_follow_fail_on() {
         (vec!["--set", "cert_warn_days=soon"], "not a number"),
         (vec!["--rule", "no-such-rule"], "no such rule"),
         (vec!["--subject", "Pod/x"], "expected KIND"),
-        (vec!["--class", "Network"], "unknown class"),
+        (vec!["--class", "Network"], "[possible values: Aggregation"),
     ] {
         let mut a = vec!["analyze", "fixtures/bundles/agg-healthy.yaml"];
         a.extend(args.iter().copied());

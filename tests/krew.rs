@@ -38,6 +38,15 @@ fn the_manifest_names_this_version_and_files_that_exist() {
         );
         assert_eq!(p["bin"], "kubectl-extpath");
         assert_eq!(p["sha256"].as_str().unwrap().len(), 64);
+        // Every archive ships the completion shim, installed beside the binary.
+        assert!(
+            p["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| { f["from"] == "completions/kubectl_complete-extpath" && f["to"] == "." }),
+            "{uri}: the kubectl_complete-extpath shim"
+        );
         for f in p["files"].as_array().unwrap() {
             let from = f["from"].as_str().unwrap();
             assert!(
@@ -46,6 +55,37 @@ fn the_manifest_names_this_version_and_files_that_exist() {
             );
         }
     }
+}
+
+#[test]
+fn the_caveats_say_what_is_sent_and_how_to_install_the_shim() {
+    let m = manifest();
+    let caveats = m["spec"]["caveats"].as_str().unwrap();
+    let flat = caveats.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The read-only promise, as the collection keeps it: GET/LIST/WATCH, the delegation probe's
+    // impersonation (on by default), and dry-run writes only when asked.
+    for said in [
+        "GET, LIST and WATCH",
+        "impersonating an ordinary user",
+        "Impersonate-User: extpath:delegation-probe",
+        "--skip-delegation-probe",
+        "--probe-admission",
+        "dry-run",
+        "store nothing",
+    ] {
+        assert!(flat.contains(said), "caveats say {said:?}: {caveats}");
+    }
+    assert!(!flat.contains("only reads"), "{caveats}");
+    // The shim goes on PATH from where krew installed this version.
+    let version = format!("v{}", env!("CARGO_PKG_VERSION"));
+    assert!(
+        flat.contains(&format!("store/extpath/{version}/kubectl_complete-extpath")),
+        "{caveats}"
+    );
+    assert!(flat.contains("/.krew}/bin/"), "{caveats}");
+    // What the caveats promise is what the collection's own documentation says it sends.
+    let probe = std::fs::read_to_string(repo().join("src/collect/delegation.rs")).unwrap();
+    assert!(probe.contains("extpath:delegation-probe"));
 }
 
 #[test]

@@ -5,6 +5,8 @@ mod util;
 
 mod bundle_load;
 mod captures;
+mod cli_habits;
+mod cli_transcripts;
 mod collect;
 mod collect_logs_events;
 mod collect_many;
@@ -36,7 +38,9 @@ mod replay_recorded;
 mod replay_recorded_cli;
 mod report;
 mod report_cases;
+mod report_junit;
 mod report_waivers;
 mod scan;
 mod scan_hostile;
+mod waivers_doc;
 mod why;

@@ -20,6 +20,7 @@ fn plain() -> RenderOptions {
         width: Some(100),
         wide: false,
         show_healthy: false,
+        ..RenderOptions::default()
     }
 }
 
@@ -85,8 +86,12 @@ fn junit_is_well_formed_with_one_case_per_subject_and_the_right_outcomes() {
     for (name, d) in cases::all() {
         let xml = rendered(&d, Format::Junit, &plain());
         let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{name}: {e}\n{xml}"));
-        let suite = doc.root_element();
-        assert_eq!(suite.tag_name().name(), "testsuite");
+        assert_eq!(doc.root_element().tag_name().name(), "testsuites");
+        let suite = doc
+            .root_element()
+            .children()
+            .find(|n| n.has_tag_name("testsuite"))
+            .unwrap_or_else(|| panic!("{name}: one testsuite"));
         let cases: Vec<_> = suite
             .children()
             .filter(|n| n.has_tag_name("testcase"))
@@ -102,7 +107,8 @@ fn junit_is_well_formed_with_one_case_per_subject_and_the_right_outcomes() {
                 .iter()
                 .find(|c| {
                     c.attribute("classname") == Some(v.subject.kind.as_str())
-                        && c.attribute("name") == Some(v.subject.name.as_str())
+                        && c.attribute("name")
+                            == Some(extpath::report::junit::case_name(v).as_str())
                 })
                 .unwrap_or_else(|| panic!("{name}: no testcase for {}", v.subject));
             let failure = case.children().find(|n| n.has_tag_name("failure"));
@@ -113,7 +119,7 @@ fn junit_is_well_formed_with_one_case_per_subject_and_the_right_outcomes() {
                     Some(w.reason.as_str())
                 );
                 assert!(failure.is_none());
-            } else if v.class == Class::Inconclusive || v.severity >= Severity::Warning {
+            } else if v.class != Class::Healthy && v.severity == Severity::Critical {
                 let f = failure.unwrap_or_else(|| panic!("{name}: {} should fail", v.subject));
                 assert_eq!(f.attribute("type"), Some(v.class.as_str()));
                 // Attribute escaping round-trips the summary exactly.
@@ -133,11 +139,20 @@ fn junit_is_well_formed_with_one_case_per_subject_and_the_right_outcomes() {
                     );
                 }
             } else {
+                // Below the default --fail-on critical: a pass, the finding in its system-out.
                 assert!(
                     failure.is_none() && skipped.is_none(),
                     "{name}: {} passes",
                     v.subject
                 );
+                if v.class != Class::Healthy {
+                    let out = case
+                        .children()
+                        .find(|n| n.has_tag_name("system-out"))
+                        .and_then(|n| n.text())
+                        .unwrap_or_default();
+                    assert!(out.contains(&v.summary), "{name}: finding of {}", v.subject);
+                }
             }
         }
         let failures = cases

@@ -125,9 +125,9 @@ fn diagnosis(verdicts: Vec<Verdict>, gaps: Vec<Gap>, headline: &str) -> Diagnosi
             subjects: 0,
             by_class,
             by_severity,
+            waived: 0,
             worst: Severity::Info,
             problems: 0,
-            waived: 0,
             headline: headline.to_string(),
         },
     };

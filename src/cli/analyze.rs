@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{EXIT_FINDINGS, EXIT_OK, input_error};
-use crate::engine::waivers::{Waivers, apply_waivers, exceeds, load_waivers};
+use crate::engine::waivers::{Waivers, apply_waivers, check_rule_ids, exceeds, parse_waivers};
 use crate::engine::{
     Class, Diagnosis, Filter, RuleSet, Settings, Severity, filter::SubjectPattern,
 };
@@ -24,6 +24,16 @@ pub enum FailOn {
     Warning,
     /// Critical verdicts only.
     Critical,
+}
+
+impl FailOn {
+    /// The lowest severity that fails the gate.
+    pub fn severity(self) -> Severity {
+        match self {
+            FailOn::Warning => Severity::Warning,
+            FailOn::Critical => Severity::Critical,
+        }
+    }
 }
 
 /// Rule selection, rule directories and settings shared by `analyze`, `explain` and `rules`.
@@ -52,23 +62,24 @@ impl RuleArgs {
 /// settings, waivers and the gate.
 #[derive(Debug, Args, Clone)]
 pub struct AnalyzeFlags {
-    /// Output format: table (default), json (the machine contract), yaml, markdown (incident
-    /// documents) or junit (one test case per subject, for CI).
+    /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: Format,
     /// Colour in the table: auto (a terminal, NO_COLOR unset), always or never.
     #[arg(long = "color", value_enum, default_value = "auto")]
     pub color: ColorChoice,
-    /// Show each verdict's rung, confidence, evidence and consequences as table columns.
-    #[arg(long)]
+    /// The same as `-o wide` (kept for scripts written before it).
+    #[arg(long, hide = true)]
     pub wide: bool,
     /// List every healthy subject in the table instead of one line that counts them.
     #[arg(long = "show-healthy")]
     pub show_healthy: bool,
     /// Only report verdicts of this class (repeatable).
-    #[arg(long = "class", value_name = "CLASS", value_parser = parse_class)]
+    #[arg(long = "class", value_name = "CLASS", value_parser = class_parser(), ignore_case = true)]
     pub classes: Vec<Class>,
-    /// Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable).
+    /// Only report these subjects: KIND or KIND/NAME, NAME may end in `*` (repeatable). KIND is
+    /// a subject kind in any case, singular or plural, or kubectl's short name where one exists
+    /// (`apiservices/v1beta1.*`, `crd`, `mutatingwebhook/…`).
     #[arg(long = "subject", value_name = "KIND[/NAME]")]
     pub subjects: Vec<SubjectPattern>,
     /// Run only this rule (repeatable).
@@ -80,8 +91,10 @@ pub struct AnalyzeFlags {
     /// Set a rule setting, e.g. `cert_warn_days=14` (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
-    /// A waivers file for CI gates (rule, subject, reason, expiry); expired or unmatched waivers
-    /// are reported.
+    /// A waivers file accepting known findings for a while (docs/waivers.md): `apiVersion:
+    /// extpath.dev/v1alpha1`, `kind: Waivers`, and `waivers:` entries with `rule` (a rule id or
+    /// `*`), `subject` (Kind/name, `*` globs), `reason` and `expires` (YYYY-MM-DD). Waived verdicts
+    /// do not fail the gate; expired or unmatched waivers are reported.
     #[arg(long = "waivers", value_name = "FILE")]
     pub waivers: Option<PathBuf>,
     /// Exit 1 when a verdict not waived is at or above this severity (Inconclusive counts as warning).
@@ -100,13 +113,15 @@ pub struct AnalyzeArgs {
     flags: AnalyzeFlags,
 }
 
-fn parse_class(s: &str) -> Result<Class, String> {
-    Class::parse(s).ok_or_else(|| {
-        format!(
-            "unknown class {s:?} (one of {})",
-            Class::ALL.map(|c| c.as_str()).join(", ")
-        )
-    })
+/// `--class`: one of the classes, in any case. A possible-values parser, so that `--help`, the
+/// shell scripts and `__complete` all offer them.
+fn class_parser() -> impl clap::builder::TypedValueParser<Value = Class> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Class::ALL.map(|c| {
+        clap::builder::PossibleValue::new(c.as_str()).help(crate::cli::explain::class_help(c))
+    }))
+    // Only the possible values get here, and each parses.
+    .map(|s: String| Class::parse(&s).unwrap_or(Class::Inconclusive))
 }
 
 /// Everything needed to classify, checked before any evidence is gathered (a typo in `--rule`
@@ -136,7 +151,7 @@ impl AnalyzeFlags {
             }
         }
         let waivers = match &self.waivers {
-            Some(path) => Some(load_waivers(path).map_err(|e| input_error(e.to_string()))?),
+            Some(path) => Some(load_waivers_arg(path, &rules)?),
             None => None,
         };
         Ok(Prepared {
@@ -151,6 +166,19 @@ impl AnalyzeFlags {
             waivers,
         })
     }
+}
+
+/// Read and check a `--waivers` file: its format, then that every rule it names exists (a typo
+/// would otherwise waive nothing and be reported only as `unmatched`, after the collection).
+///
+/// # Errors
+/// One line naming the file and the line of the problem, as an input error (exit 2).
+fn load_waivers_arg(path: &std::path::Path, rules: &RuleSet) -> anyhow::Result<Waivers> {
+    let input = super::input::read_input(path).map_err(input_error)?;
+    let text = String::from_utf8_lossy(&input.bytes);
+    let waivers = parse_waivers(&text, &input.shown).map_err(input_error)?;
+    check_rule_ids(&waivers, &input.shown, |id| rules.get(id).is_some()).map_err(input_error)?;
+    Ok(waivers)
 }
 
 impl Prepared {
@@ -169,17 +197,20 @@ impl Prepared {
 /// # Errors
 /// Write errors.
 pub fn report(d: &Diagnosis, flags: &AnalyzeFlags) -> anyhow::Result<u8> {
+    let threshold = flags.fail_on.severity();
     let opts = RenderOptions {
+        fail_on: threshold,
+        elapsed: Some(super::started().elapsed()),
         show_healthy: flags.show_healthy,
         ..RenderOptions::for_stdout(flags.color, flags.wide)
     };
-    let mut out = std::io::stdout().lock();
-    render(d, flags.output, &opts, &mut out)?;
-    out.flush()?;
-    let threshold = match flags.fail_on {
-        FailOn::Warning => Severity::Warning,
-        FailOn::Critical => Severity::Critical,
+    let format = match flags.output {
+        Format::Table if flags.wide => Format::Wide,
+        other => other,
     };
+    let mut out = std::io::stdout().lock();
+    render(d, format, &opts, &mut out)?;
+    out.flush()?;
     Ok(if exceeds(d, threshold) {
         EXIT_FINDINGS
     } else {

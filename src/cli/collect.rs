@@ -17,7 +17,11 @@ use crate::collect::{CollectOptions, EtcdOptions, Progress, PrometheusOptions};
 /// Options shared by `collect` and `scan`.
 #[derive(Debug, Clone, Args)]
 pub struct CollectFlags {
-    /// Log level like kubectl's `-v`: 1 prints the time each collection step finished, on stderr.
+    /// Log level on stderr, like kubectl's `-v`: 0 shows a progress bar when stderr is a terminal;
+    /// 1 prints when each collection step finished (where a slow collection spends its time); 2
+    /// adds one line per request to the API server (method, path, status, time, like kubectl
+    /// -v=6); 3 adds the response headers a diagnosis reads (APF flow schema and priority level,
+    /// audit id, Retry-After). Higher levels are 3.
     #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
     pub verbosity: u8,
     /// Time between the two `/metrics` scrapes; `0` = one scrape (counters are then history only).
@@ -141,7 +145,7 @@ impl CollectFlags {
     pub fn merges(&self) -> anyhow::Result<Vec<crate::bundle::EvidenceBundle>> {
         self.merge
             .iter()
-            .map(|p| crate::bundle::load_bundle(p).map_err(super::input_error))
+            .map(|p| super::import::load_bundle_arg(p))
             .collect()
     }
 
@@ -226,27 +230,32 @@ pub struct CollectArgs {
 /// finished step instead (where a slow collection spends its time), numbered against the total.
 pub struct Bar {
     bar: Option<indicatif::ProgressBar>,
-    started: Option<std::time::Instant>,
+    /// Timed lines (`-v 1` and up) instead of a bar.
+    timed: bool,
     done: std::sync::atomic::AtomicU64,
     total: std::sync::atomic::AtomicU64,
     said: std::sync::Mutex<Vec<String>>,
 }
 
 impl Bar {
-    fn with(bar: Option<indicatif::ProgressBar>, started: Option<std::time::Instant>) -> Self {
+    fn with(bar: Option<indicatif::ProgressBar>, timed: bool) -> Self {
         Bar {
             bar,
-            started,
+            timed,
             done: Default::default(),
             total: Default::default(),
             said: Default::default(),
         }
     }
 
-    /// A bar if stderr is a TTY, else nothing; timed lines when `verbosity` ≥ 1.
+    /// A bar if stderr is a TTY, else nothing; timed lines when `verbosity` ≥ 1, and a line per
+    /// request from 2 on (with the headers that matter from 3 on).
     pub fn with_verbosity(verbosity: u8) -> Self {
+        if verbosity >= 2 {
+            crate::collect::fetch::log_requests(log_line, verbosity >= 3);
+        }
         if verbosity >= 1 {
-            return Bar::with(None, Some(std::time::Instant::now()));
+            return Bar::with(None, true);
         }
         Bar::new()
     }
@@ -255,7 +264,7 @@ impl Bar {
     pub fn new() -> Self {
         use std::io::IsTerminal;
         if !std::io::stderr().is_terminal() {
-            return Bar::with(None, None);
+            return Bar::with(None, false);
         }
         let bar = indicatif::ProgressBar::new(1);
         // 2 + 11 + 18 + 6 columns before the message, which takes what the terminal has left
@@ -267,7 +276,7 @@ impl Bar {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar.enable_steady_tick(Duration::from_millis(120));
-        Bar::with(Some(bar), None)
+        Bar::with(Some(bar), false)
     }
     /// Remove the bar.
     pub fn finish(&self) {
@@ -275,6 +284,14 @@ impl Bar {
             b.finish_and_clear();
         }
     }
+}
+
+/// One timed line on stderr, on the clock of the step lines.
+fn log_line(line: &str) {
+    eprintln!(
+        "[{:>7.3}s] {line}",
+        super::started().elapsed().as_secs_f64()
+    );
 }
 
 impl Default for Bar {
@@ -297,12 +314,11 @@ impl Progress for Bar {
             b.inc(1);
             b.set_message(what.to_string());
         }
-        if let Some(started) = &self.started {
-            eprintln!(
-                "[{:>7.3}s] done {done}/{}: {what}",
-                started.elapsed().as_secs_f64(),
+        if self.timed {
+            log_line(&format!(
+                "done {done}/{}: {what}",
                 self.total.load(std::sync::atomic::Ordering::Relaxed)
-            );
+            ));
         }
     }
     fn waiting(&self, what: &str, why: &str, remaining: Duration) {
@@ -311,14 +327,11 @@ impl Progress for Bar {
             b.set_message(format!("{what} in {secs:.0} s ({why})"));
         }
         // Timed lines say it once, when the wait starts.
-        if let Some(started) = &self.started {
+        if self.timed {
             let mut said = self.said.lock().unwrap_or_else(|e| e.into_inner());
             if !said.iter().any(|s| s == what) {
                 said.push(what.to_string());
-                eprintln!(
-                    "[{:>7.3}s] waiting {secs:.0} s: {what} ({why})",
-                    started.elapsed().as_secs_f64()
-                );
+                log_line(&format!("waiting {secs:.0} s: {what} ({why})"));
             }
         }
     }

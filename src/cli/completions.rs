@@ -13,9 +13,15 @@
 //!   The `--` matters: without it a typed `--` or `--version` would be read by `__complete` itself.
 //!
 //! The generated files are checked in under `completions/`; a test regenerates them from the
-//! current [`super::Cli`] and fails when they differ ([`checked_in_files`]). This module owns no
-//! domain knowledge: candidates come from the clap definitions (subcommands, flags, value enums,
-//! path hints) of the other subcommands.
+//! current [`super::Cli`] and fails when they differ ([`checked_in_files`]). Static candidates come
+//! from the clap definitions (subcommands, flags, value enums and possible values such as classes
+//! and severities, path hints). Values that only exist at run time are completed dynamically, by
+//! `__complete` — so through `kubectl extpath <TAB>` — ([`dynamic_values`]): rule ids (`explain`,
+//! `--rule`, `--skip-rule`; the bundled rules and those of a `--rules DIR` typed on the line),
+//! classes for `explain`, kubeconfig contexts, clusters, users and namespaces (`--context`,
+//! `--cluster`, `--user`, `-n`; from `--kubeconfig`, `$KUBECONFIG` or `~/.kube/config`, never from
+//! the network), and `why`'s methods. The static shell scripts cannot run code; they complete
+//! flags, subcommands and fixed values.
 
 use std::io::Write;
 
@@ -290,8 +296,9 @@ pub fn complete(root: &Command, words: &[String]) -> Completion {
         positionals += 1;
     }
 
+    let line = Line { words: typed };
     if let Some(arg) = pending {
-        return values_of(arg, current_word, "");
+        return values_of(arg, current_word, "", &line);
     }
     if !after_double_dash
         && let Some((name, value)) = current_word
@@ -299,7 +306,7 @@ pub fn complete(root: &Command, words: &[String]) -> Completion {
             .and_then(|long| long.split_once('='))
     {
         return match find_long(cmd, name) {
-            Some(arg) if takes_value(arg) => values_of(arg, value, &format!("--{name}=")),
+            Some(arg) if takes_value(arg) => values_of(arg, value, &format!("--{name}="), &line),
             _ => no_candidates(),
         };
     }
@@ -333,7 +340,7 @@ pub fn complete(root: &Command, words: &[String]) -> Completion {
         );
     }
     if let Some(arg) = positional_at(cmd, positionals) {
-        let values = values_of(arg, current_word, "");
+        let values = values_of(arg, current_word, "", &line);
         answer.candidates.extend(values.candidates);
         if answer.candidates.is_empty() {
             answer.directive = values.directive;
@@ -376,10 +383,32 @@ fn positional_at(cmd: &Command, index: usize) -> Option<&Arg> {
     })
 }
 
-/// Candidates for one argument's value: its possible values, or file/directory names when it is
-/// a path.
-fn values_of(arg: &Arg, typed: &str, prefix: &str) -> Completion {
-    let candidates: Vec<Candidate> = arg
+/// The words typed before the one being completed, for values that depend on them (`--rules DIR`,
+/// `--kubeconfig FILE`).
+struct Line<'a> {
+    words: &'a [String],
+}
+
+impl Line<'_> {
+    /// The value given to `--name` (as `--name VALUE` or `--name=VALUE`), the last one wins.
+    fn flag(&self, name: &str) -> Option<&str> {
+        let long = format!("--{name}");
+        let mut found = None;
+        for (i, w) in self.words.iter().enumerate() {
+            if *w == long {
+                found = self.words.get(i + 1).map(String::as_str);
+            } else if let Some(v) = w.strip_prefix(&format!("{long}=")) {
+                found = Some(v);
+            }
+        }
+        found
+    }
+}
+
+/// Candidates for one argument's value: its possible values, the values only known at run time
+/// ([`dynamic_values`]), or file/directory names when it is a path.
+fn values_of(arg: &Arg, typed: &str, prefix: &str, line: &Line) -> Completion {
+    let mut candidates: Vec<Candidate> = arg
         .get_possible_values()
         .into_iter()
         .filter(|v| !v.is_hide_set() && v.get_name().starts_with(typed))
@@ -388,6 +417,21 @@ fn values_of(arg: &Arg, typed: &str, prefix: &str) -> Completion {
             help: v.get_help().map(|h| first_line(&h.to_string())),
         })
         .collect();
+    if let Some(dynamic) = dynamic_values(arg.get_id().as_str(), line) {
+        candidates.extend(
+            dynamic
+                .into_iter()
+                .filter(|c| c.value.starts_with(typed))
+                .map(|c| Candidate {
+                    value: format!("{prefix}{}", c.value),
+                    help: c.help,
+                }),
+        );
+        return Completion {
+            candidates,
+            directive: DIRECTIVE_NO_FILE_COMP,
+        };
+    }
     let directive = if !candidates.is_empty() {
         DIRECTIVE_NO_FILE_COMP
     } else {
@@ -403,6 +447,113 @@ fn values_of(arg: &Arg, typed: &str, prefix: &str) -> Completion {
         candidates,
         directive,
     }
+}
+
+/// Values known only at run time, by the argument's id: `None` for arguments that have none.
+fn dynamic_values(id: &str, line: &Line) -> Option<Vec<Candidate>> {
+    match id {
+        "rules" | "skip_rules" => Some(rule_ids(line)),
+        // `explain RULE|CLASS`.
+        "topic" => {
+            let mut c = rule_ids(line);
+            c.extend(crate::engine::Class::ALL.map(|k| Candidate {
+                value: k.as_str().to_string(),
+                help: Some(super::explain::class_help(k).to_string()),
+            }));
+            Some(c)
+        }
+        // `why METHOD PATH`: writes go through --dry-run -f FILE.
+        "method" => Some(
+            [
+                ("GET", "read one object or a discovery document"),
+                ("LIST", "list a collection"),
+                ("WATCH", "watch a collection for --watch-for"),
+            ]
+            .map(|(m, h)| Candidate {
+                value: m.to_string(),
+                help: Some(h.to_string()),
+            })
+            .to_vec(),
+        ),
+        "context" | "cluster" | "user" | "namespace" => {
+            Some(kubeconfig_values(id, line).unwrap_or_default())
+        }
+        _ => None,
+    }
+}
+
+/// The bundled rule ids and those of a `--rules DIR` on the line, with their class and severity.
+fn rule_ids(line: &Line) -> Vec<Candidate> {
+    let (mut set, _) = crate::engine::RuleSet::bundled_all();
+    if let Some(dir) = line.flag("rules") {
+        let (more, _) = crate::engine::RuleSet::load_dir_all(std::path::Path::new(dir));
+        for r in more.rules {
+            let _ = set.extend(crate::engine::RuleSet { rules: vec![r] });
+        }
+    }
+    set.rules
+        .iter()
+        .map(|r| Candidate {
+            value: r.id.clone(),
+            help: Some(format!(
+                "{} {} on {}",
+                r.severity,
+                r.class,
+                r.subject_text()
+            )),
+        })
+        .collect()
+}
+
+/// Contexts, clusters, users or the namespaces of contexts, from the kubeconfig kubectl would
+/// read: `--kubeconfig` on the line, else every file of `$KUBECONFIG`, else `~/.kube/config`.
+/// Unreadable files give nothing; completion never fails.
+fn kubeconfig_values(id: &str, line: &Line) -> Option<Vec<Candidate>> {
+    let paths: Vec<std::path::PathBuf> = match line.flag("kubeconfig") {
+        Some(p) => vec![p.into()],
+        None => match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+            Some(list) => std::env::split_paths(&list).collect(),
+            None => vec![std::env::home_dir()?.join(".kube").join("config")],
+        },
+    };
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut push = |value: &str, help: Option<String>| {
+        if !value.is_empty() && !out.iter().any(|c| c.value == value) {
+            out.push(Candidate {
+                value: value.to_string(),
+                help,
+            });
+        }
+    };
+    for path in paths {
+        let Ok(kc) = kube::config::Kubeconfig::read_from(&path) else {
+            continue;
+        };
+        match id {
+            "context" => {
+                for c in &kc.contexts {
+                    let help = c.context.as_ref().map(|x| {
+                        format!(
+                            "cluster {}, namespace {}",
+                            x.cluster,
+                            x.namespace.as_deref().unwrap_or("default")
+                        )
+                    });
+                    push(&c.name, help);
+                }
+            }
+            "cluster" => kc.clusters.iter().for_each(|c| push(&c.name, None)),
+            "user" => kc.auth_infos.iter().for_each(|u| push(&u.name, None)),
+            _ => {
+                for c in &kc.contexts {
+                    if let Some(ns) = c.context.as_ref().and_then(|x| x.namespace.as_deref()) {
+                        push(ns, Some(format!("namespace of context {}", c.name)));
+                    }
+                }
+            }
+        }
+    }
+    Some(out)
 }
 
 /// Shells show one line of help: the first sentence line of the doc comment, without its period.

@@ -18,6 +18,21 @@ pub struct ExplainArgs {
     rule_args: RuleArgs,
 }
 
+/// What a class owns, in a few words (completion and `--help` show it beside the name).
+pub fn class_help(c: Class) -> &'static str {
+    match c {
+        Class::Aggregation => "APIService, Service, endpoints, proxy TLS, discovery",
+        Class::Admission => "admission and CRD conversion webhooks",
+        Class::Auth => "authentication and authorization, delegated too",
+        Class::Apf => "API Priority and Fairness, max-in-flight",
+        Class::Storage => "storage and etcd",
+        Class::Watch => "watch streams and the watch cache",
+        Class::OutOfScope => "not the API server's: controllers, kubelet, backends",
+        Class::Healthy => "nothing wrong on the subject",
+        Class::Inconclusive => "the evidence to judge the subject is missing",
+    }
+}
+
 /// What a class owns (docs/diagnosis.md).
 pub fn class_text(c: Class) -> &'static str {
     match c {

@@ -1,5 +1,9 @@
-//! `import FILE`: validate a bundle and print it back (also converts YAML ⇄ JSON).
+//! `import FILE`: validate a bundle and print it back (also converts YAML ⇄ JSON); `import -`
+//! reads it from stdin.
 //! `import --raw PATH...`: build a bundle from raw incident files and print it.
+//!
+//! [`BundleSource`] (shared with `analyze`) reads FILE through [`super::input`]: `-` is stdin, a
+//! FIFO is read like stdin, a directory is refused with the `--raw` that reads it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,7 +15,7 @@ use super::{DocFormat, EXIT_OK};
 /// Evidence named on the command line: a bundle file, or raw incident files (`import`, `analyze`).
 #[derive(Debug, Args)]
 pub struct BundleSource {
-    /// A bundle file (YAML or JSON).
+    /// A bundle file (YAML or JSON); `-` reads it from stdin.
     #[arg(
         value_name = "FILE",
         required_unless_present = "raw",
@@ -37,17 +41,39 @@ impl BundleSource {
     /// A bad bundle or raw file, naming the file (exit code 2 at the edge).
     pub fn load(&self) -> anyhow::Result<crate::bundle::EvidenceBundle> {
         Ok(match &self.file {
-            Some(file) => crate::bundle::load_bundle(file)?,
-            None => crate::bundle::raw::import_paths_with(
-                &self.raw,
-                jiff::Timestamp::now(),
-                crate::bundle::raw::ImportOptions {
-                    strict: self.strict,
-                    ..crate::bundle::raw::ImportOptions::default()
-                },
-            )?,
+            Some(file) => load_bundle_arg(file)?,
+            None => {
+                for p in &self.raw {
+                    super::input::check_raw_path(p).map_err(super::input_error)?;
+                }
+                crate::bundle::raw::import_paths_with(
+                    &self.raw,
+                    jiff::Timestamp::now(),
+                    crate::bundle::raw::ImportOptions {
+                        strict: self.strict,
+                        ..crate::bundle::raw::ImportOptions::default()
+                    },
+                )?
+            }
         })
     }
+}
+
+/// Load a bundle named on the command line (FILE, `--merge`, `replay serve --bundle`): `-` for
+/// stdin, a FIFO read like stdin, a directory refused with the `--raw` that reads it.
+///
+/// # Errors
+/// One line naming the file and place, as an input error (exit 2).
+pub fn load_bundle_arg(path: &std::path::Path) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    let input = super::input::read_input(path).map_err(super::input_error)?;
+    let text = std::str::from_utf8(&input.bytes).map_err(|e| {
+        super::input_error(format!(
+            "{}: not a text file (invalid UTF-8 at byte {})",
+            input.shown,
+            e.valid_up_to()
+        ))
+    })?;
+    crate::bundle::load_bundle_str(text, &input.shown).map_err(super::input_error)
 }
 
 /// Arguments of `import`.

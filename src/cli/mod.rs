@@ -13,10 +13,12 @@ mod collect;
 pub mod completions;
 mod explain;
 mod import;
+mod input;
 mod kube_flags;
 mod replay;
 mod rules;
 mod scan;
+mod version;
 mod why;
 
 use std::process::ExitCode;
@@ -96,13 +98,25 @@ enum Command {
     Replay(replay::ReplayArgs),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
     Completions(completions::CompletionsArgs),
+    /// Print the client version, the rules it carries, and the API server's version when it can
+    /// be reached.
+    Version(Box<version::VersionArgs>),
     /// Answer cobra's completion protocol for kubectl_complete-extpath.
     #[command(name = "__complete", hide = true, disable_help_flag = true)]
     Complete(completions::CompleteArgs),
 }
 
+/// When this process started: JUnit's `time` is the run's time until rendering.
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// The start of the run (the first call, normally from [`main`]).
+pub(crate) fn started() -> std::time::Instant {
+    *STARTED.get_or_init(std::time::Instant::now)
+}
+
 /// Entry point used by `main`.
 pub fn main() -> ExitCode {
+    started();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match run(cli) {
@@ -132,6 +146,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Why(args) => why::run(*args),
         Command::Replay(args) => replay::run(args),
         Command::Completions(args) => completions::run(args),
+        Command::Version(args) => version::run(*args),
         Command::Complete(args) => completions::run_complete(args),
     }
 }

@@ -1,10 +1,14 @@
 //! `rules list|lint|test`: show the rules, check rule files, run their `.test.yaml` cases.
 //!
 //! `lint` loads every rule (bundled, `--rules DIR`, and the directories given) with all checks and
-//! prints each problem as `file:line: message`; a rule file that does not load exits 2 (an input
-//! error), a rule without a test beside it — one case that fires and one that does not — exits 1.
+//! prints every problem at once as `file:line: message` — all the problems of one file too, not
+//! only its first — then counts the rules checked, bundled and custom apart. A rule file that does
+//! not load exits 2 (an input error), a rule without a test beside it — one case that fires and one
+//! that does not — exits 1.
 //! `test` runs every test file of the directories given (default `./rules`) and of `--rules DIR`
-//! against the bundled rules plus `--rules DIR`, and exits 1 on any failed expectation.
+//! against the bundled rules plus the rules of those directories, and exits 1 on any failed
+//! expectation and on any rule of those directories that has no test: a directory of rules without
+//! tests does not pass.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -85,12 +89,13 @@ fn list(rule_args: &RuleArgs) -> anyhow::Result<u8> {
 }
 
 /// Test-file problems of one rule file on disk: a missing test, or one without a case that fires and
-/// one that does not.
+/// one that does not. Each names a line: the rule's first line for a missing test, the first case
+/// for a missing kind of case.
 fn test_problems(rule_file: &Path) -> Vec<String> {
-    let test = rule_file.with_extension("test.yaml");
+    let test = test_beside(rule_file);
     if !test.exists() {
         return vec![format!(
-            "{}:0: no test beside the rule (expected {})",
+            "{}:1: no test beside the rule (expected {})",
             rule_file.display(),
             test.display()
         )];
@@ -98,16 +103,17 @@ fn test_problems(rule_file: &Path) -> Vec<String> {
     match parse_test_file(&test) {
         Err(e) => vec![e.to_string()],
         Ok(t) => {
+            let first = t.cases.first().map_or(1, |c| c.line.max(1));
             let mut p = Vec::new();
             if !t.cases.iter().any(|c| !c.fires.is_empty()) {
                 p.push(format!(
-                    "{}:0: no case where the rule fires",
+                    "{}:{first}: no case where the rule fires",
                     test.display()
                 ));
             }
             if !t.cases.iter().any(|c| !c.not_fires.is_empty()) {
                 p.push(format!(
-                    "{}:0: no case where the rule must not fire",
+                    "{}:{first}: no case where the rule must not fire",
                     test.display()
                 ));
             }
@@ -116,33 +122,60 @@ fn test_problems(rule_file: &Path) -> Vec<String> {
     }
 }
 
+/// `<id>.test.yaml` beside `<id>.yaml` (or `.yml`).
+fn test_beside(rule_file: &Path) -> PathBuf {
+    rule_file.with_extension("test.yaml")
+}
+
+/// Add the rules of a user directory to `set`, every load error to `errors`; rules identical to
+/// bundled ones (the repository's own `rules/`) are not clashes. Returns the rule files of the
+/// directory that are not bundled ones — the custom rules, loaded or not.
+fn add_dir_rules(set: &mut RuleSet, dir: &Path, errors: &mut Vec<String>) -> Vec<PathBuf> {
+    let files = match rule_files(dir) {
+        Ok(files) => files,
+        Err(e) => {
+            errors.push(e.to_string());
+            return Vec::new();
+        }
+    };
+    let bundled: Vec<String> = set
+        .rules
+        .iter()
+        .filter(|r| r.bundled)
+        .map(|r| r.file.clone())
+        .collect();
+    let custom: Vec<PathBuf> = files
+        .iter()
+        .filter(|f| {
+            let shown = f.display().to_string();
+            !bundled.iter().any(|b| same_file(b, &shown))
+        })
+        .cloned()
+        .collect();
+    let (more, load_errors) = crate::engine::rules::load::load_paths(&custom);
+    errors.extend(load_errors.iter().map(ToString::to_string));
+    for r in more.rules {
+        if let Err(e) = set.extend(RuleSet { rules: vec![r] }) {
+            errors.push(e.to_string());
+        }
+    }
+    custom
+}
+
 fn lint(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
     let mut problems: Vec<String> = Vec::new();
     let (mut set, bundled_errors) = RuleSet::bundled_all();
+    let bundled = set.len();
     let mut load_errors: Vec<String> = bundled_errors.iter().map(ToString::to_string).collect();
-    let mut checked_files: Vec<PathBuf> = Vec::new();
     let mut user_dirs: Vec<&PathBuf> = dirs.iter().collect();
     if let Some(d) = &rule_args.rules_dir {
         user_dirs.push(d);
     }
-    for dir in user_dirs {
-        let (more, errors) = RuleSet::load_dir_all(dir);
-        load_errors.extend(errors.iter().map(ToString::to_string));
-        if let Ok(files) = rule_files(dir) {
-            checked_files.extend(files);
-        }
-        // Rules identical to bundled ones (linting the repository's own rules/) are not clashes.
-        for r in more.rules {
-            match set.get(&r.id) {
-                Some(b) if b.bundled && same_file(&b.file, &r.file) => {}
-                _ => {
-                    if let Err(e) = set.extend(RuleSet { rules: vec![r] }) {
-                        load_errors.push(e.to_string());
-                    }
-                }
-            }
-        }
+    let mut custom: Vec<PathBuf> = Vec::new();
+    for dir in &user_dirs {
+        custom.extend(add_dir_rules(&mut set, dir, &mut load_errors));
     }
+    let mut checked_files = custom.clone();
     for r in set.rules.iter().filter(|r| r.bundled) {
         let p = PathBuf::from(&r.file);
         if p.exists() && !checked_files.contains(&p) {
@@ -158,8 +191,9 @@ fn lint(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
         .iter()
         .filter(|r| r.needs.is_some() && r.needs_what.is_none())
     {
+        let line = r.needs.as_ref().map_or(1, |n| n.line.max(1));
         problems.push(format!(
-            "{}: needs has no `what:` — write `needs: {{when: EXPR, what: \"…\"}}` so an Inconclusive verdict says what is missing in words",
+            "{}:{line}: needs has no `what:` — write `needs: {{when: EXPR, what: \"…\"}}` so an Inconclusive verdict says what is missing in words",
             r.file
         ));
     }
@@ -167,10 +201,17 @@ fn lint(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
     for e in load_errors.iter().chain(&problems) {
         writeln!(err, "{e}")?;
     }
+    let from = if user_dirs.is_empty() {
+        String::new()
+    } else {
+        let shown: Vec<String> = user_dirs.iter().map(|d| d.display().to_string()).collect();
+        format!(" in {}", shown.join(", "))
+    };
     writeln!(
         std::io::stdout().lock(),
-        "{} rules checked, {} problem(s)",
-        set.len(),
+        "{} rules checked ({bundled} bundled, {} custom{from}), {} problem(s)",
+        bundled + custom.len(),
+        custom.len(),
         load_errors.len() + problems.len()
     )?;
     Ok(if !load_errors.is_empty() {
@@ -197,7 +238,7 @@ pub fn load_input(path: &Path) -> anyhow::Result<crate::bundle::EvidenceBundle> 
 }
 
 fn test(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
-    let set = rule_args.load()?;
+    let mut set = rule_args.load()?;
     let mut roots: Vec<PathBuf> = dirs.to_vec();
     if roots.is_empty() && Path::new("rules").is_dir() {
         roots.push(PathBuf::from("rules"));
@@ -210,14 +251,47 @@ fn test(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
             "no rule directory to test: give DIR or --rules DIR",
         ));
     }
+    // The rules of each DIR are the ones its tests are about: load them (the bundled ones and
+    // --rules DIR are loaded already).
+    let mut plan: Vec<(Vec<PathBuf>, Vec<PathBuf>)> = Vec::new();
+    for root in &roots {
+        let rules = rule_files(root).map_err(super::input_error)?;
+        let tests = test_files(root);
+        if rules.is_empty() && tests.is_empty() {
+            return Err(super::input_error(format!(
+                "{}: no rule files (<id>.yaml) and no tests (<id>.test.yaml)",
+                root.display()
+            )));
+        }
+        if rule_args.rules_dir.as_ref() != Some(root) {
+            let mut errors = Vec::new();
+            add_dir_rules(&mut set, root, &mut errors);
+            if let Some(e) = errors.into_iter().next() {
+                return Err(super::input_error(e));
+            }
+        }
+        plan.push((rules, tests));
+    }
     let loader = load_input;
     let mut runner = Runner::new(&set, &loader);
     let mut failed = 0usize;
     let mut total = 0usize;
+    let mut untested = 0usize;
     let mut out = std::io::stdout().lock();
-    for root in &roots {
-        for f in test_files(root) {
-            let t = parse_test_file(&f)?;
+    for (rules, tests) in &plan {
+        // A rule without a test is a failure, not a pass by default.
+        for r in rules.iter().filter(|r| !tests.contains(&test_beside(r))) {
+            untested += 1;
+            writeln!(
+                out,
+                "FAIL  {}\n      {}:1: no test beside the rule (expected {})",
+                r.file_stem().and_then(|s| s.to_str()).unwrap_or_default(),
+                r.display(),
+                test_beside(r).display()
+            )?;
+        }
+        for f in tests {
+            let t = parse_test_file(f)?;
             let r = runner.run(&t);
             total += 1;
             if r.failures.is_empty() {
@@ -231,6 +305,13 @@ fn test(dirs: &[PathBuf], rule_args: &RuleArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    writeln!(out, "{} test file(s), {} failed", total, failed)?;
-    Ok(if failed > 0 { EXIT_FINDINGS } else { EXIT_OK })
+    writeln!(
+        out,
+        "{total} test file(s), {failed} failed, {untested} rule(s) without a test"
+    )?;
+    Ok(if failed + untested > 0 {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
 }

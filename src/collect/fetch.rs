@@ -18,6 +18,47 @@ use crate::bundle::{GapReason, StatusBody};
 /// Page size for lists.
 const PAGE: usize = 500;
 
+/// Where a line per request goes, and whether it carries the headers that matter.
+type RequestLog = (fn(&str), bool);
+
+/// The request log of `-v 2` and up (`-v 3`: with headers). Set once by the command line; unset,
+/// nothing is logged.
+static REQUEST_LOG: std::sync::OnceLock<RequestLog> = std::sync::OnceLock::new();
+
+/// Log every request the collection sends to the API server through `sink`: method, path, status
+/// and latency, like `kubectl -v=6`; with `headers`, also the response headers a diagnosis reads
+/// (APF flow schema and priority level, audit id, Retry-After). Only the first call counts.
+pub fn log_requests(sink: fn(&str), headers: bool) {
+    let _ = REQUEST_LOG.set((sink, headers));
+}
+
+fn log_request(method: &http::Method, path: &str, result: &Result<Response, FetchError>) {
+    let Some((sink, with_headers)) = REQUEST_LOG.get() else {
+        return;
+    };
+    let line = match result {
+        Ok(r) => {
+            let mut line = format!("{method} {path} {} in {:.0} ms", r.status, r.latency_ms);
+            if *with_headers {
+                let h = &r.headers;
+                for (name, value) in [
+                    ("flow-schema-uid", &h.flow_schema_uid),
+                    ("priority-level-uid", &h.priority_level_uid),
+                    ("audit-id", &h.audit_id),
+                    ("retry-after", &h.retry_after),
+                ] {
+                    if let Some(v) = value {
+                        line.push_str(&format!(" {name}={v}"));
+                    }
+                }
+            }
+            line
+        }
+        Err(e) => format!("{method} {path} failed: {e}"),
+    };
+    sink(&line);
+}
+
 /// A response of any status.
 #[derive(Debug, Clone)]
 pub struct Response {
@@ -188,6 +229,7 @@ impl Fetcher {
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
     ) -> Result<Response, FetchError> {
+        let logged_method = method.clone();
         let mut builder = http::Request::builder().method(method).uri(path);
         for (name, value) in headers {
             builder = builder.header(*name, *value);
@@ -201,11 +243,12 @@ impl Fetcher {
             .map_err(|e| FetchError::Transport(e.to_string()))?;
         let started = Instant::now();
         let fut = async {
-            let res = self
-                .client
-                .send(req)
-                .await
-                .map_err(|e| FetchError::Transport(error_chain(&e)))?;
+            let res = self.client.send(req).await.map_err(|e| {
+                // A certificate check that failed is said in kubectl's words.
+                FetchError::Transport(
+                    super::tls_words::tls_words(&e).unwrap_or_else(|| error_chain(&e)),
+                )
+            })?;
             let status = res.status().as_u16();
             let headers = headers_of(res.headers());
             let body = res
@@ -221,11 +264,16 @@ impl Fetcher {
                 latency_ms: 0.0,
             })
         };
-        let mut res = tokio::time::timeout(self.request_timeout, fut)
+        let result = tokio::time::timeout(self.request_timeout, fut)
             .await
-            .map_err(|_| FetchError::Timeout(self.request_timeout))??;
-        res.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        Ok(res)
+            .map_err(|_| FetchError::Timeout(self.request_timeout))
+            .and_then(|r| r)
+            .map(|mut res| {
+                res.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+                res
+            });
+        log_request(&logged_method, path, &result);
+        result
     }
 
     /// GET a JSON document; non-2xx is an error.
@@ -303,11 +351,12 @@ impl Fetcher {
             .body(kube::client::Body::from(Vec::new()))
             .map_err(|e| FetchError::Transport(e.to_string()))?;
         let fut = async {
-            let res = self
-                .client
-                .send(req)
-                .await
-                .map_err(|e| FetchError::Transport(error_chain(&e)))?;
+            let res = self.client.send(req).await.map_err(|e| {
+                // A certificate check that failed is said in kubectl's words.
+                FetchError::Transport(
+                    super::tls_words::tls_words(&e).unwrap_or_else(|| error_chain(&e)),
+                )
+            })?;
             let status = res.status().as_u16();
             let headers = headers_of(res.headers());
             let mut body = res.into_body();
@@ -332,13 +381,23 @@ impl Fetcher {
                 };
                 lines.push(&data, &mut on_line)?;
             }
-            lines.finish(&mut on_line)
+            lines.finish(&mut on_line).map(|()| status)
         };
         // A body of tens of megabytes may legitimately take longer than one round trip; it still
         // has a bound, four request timeouts.
-        tokio::time::timeout(self.request_timeout * 4, fut)
+        let started = Instant::now();
+        let result = tokio::time::timeout(self.request_timeout * 4, fut)
             .await
-            .map_err(|_| FetchError::Timeout(self.request_timeout * 4))?
+            .map_err(|_| FetchError::Timeout(self.request_timeout * 4))
+            .and_then(|r| r);
+        if let Some((sink, _)) = REQUEST_LOG.get() {
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            sink(&match &result {
+                Ok(status) => format!("GET {path} {status} in {ms:.0} ms (streamed)"),
+                Err(e) => format!("GET {path} failed: {e}"),
+            });
+        }
+        result.map(|_| ())
     }
 }
 

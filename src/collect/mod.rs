@@ -46,6 +46,7 @@ pub mod prometheus;
 pub mod rbac;
 pub mod refs;
 mod scrapes;
+pub mod tls_words;
 pub mod why;
 
 use std::collections::BTreeMap;
@@ -381,9 +382,9 @@ pub async fn collect(
     }
     if transport_failures.len() == STAGE_ONE.len() && !first.apiserver_ok() {
         return Ok(Collected {
-            unreachable: Some(format!(
-                "the API server at {} could not be reached: {}",
-                conn.server, transport_failures[0]
+            unreachable: Some(tls_words::unreachable_message(
+                &conn.server,
+                &transport_failures[0],
             )),
             refused: None,
             bundle,

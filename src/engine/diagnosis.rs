@@ -191,11 +191,27 @@ impl SubjectKind {
         }
     }
 
-    /// Parse a subject kind name (case-insensitive).
+    /// Parse a subject kind as people type it on a kubectl command line: the kind in any case
+    /// (`APIService`, `apiservice`), its plural (`apiservices`), kubectl's short names where the
+    /// resource has them (`crd`, `crds`), and `PriorityLevelConfiguration` (the resource whose
+    /// name a `PriorityLevel` subject carries). Rule files accept only the exact kind; they check
+    /// that themselves.
     pub fn parse(s: &str) -> Option<SubjectKind> {
-        SubjectKind::ALL
-            .into_iter()
-            .find(|k| k.as_str().eq_ignore_ascii_case(s))
+        let exact = |t: &str| {
+            SubjectKind::ALL
+                .into_iter()
+                .find(|k| k.as_str().eq_ignore_ascii_case(t))
+        };
+        let lower = s.to_ascii_lowercase();
+        exact(&lower)
+            .or_else(|| lower.strip_suffix('s').and_then(exact))
+            .or(match lower.as_str() {
+                "crd" | "crds" => Some(SubjectKind::CustomResourceDefinition),
+                "prioritylevelconfiguration" | "prioritylevelconfigurations" => {
+                    Some(SubjectKind::PriorityLevel)
+                }
+                _ => None,
+            })
     }
 }
 
@@ -389,24 +405,25 @@ impl Verdict {
     }
 }
 
-/// Totals over all verdicts.
+/// Totals over all verdicts. Waived verdicts are counted apart: `subjects` = the sum of
+/// `by_severity` + `waived` (the table's `Totals:` line says the same).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
 pub struct Summary {
     /// Number of verdicts.
     pub subjects: usize,
-    /// Verdicts per class.
+    /// Verdicts not waived, per class.
     pub by_class: BTreeMap<String, usize>,
-    /// Verdicts per severity.
+    /// Verdicts not waived, per severity.
     pub by_severity: BTreeMap<String, usize>,
+    /// Waived verdicts (they count toward neither `by_class`, `by_severity` nor `worst`).
+    #[serde(default)]
+    pub waived: usize,
     /// The highest severity of any non-waived verdict (`Inconclusive` counts as warning).
     pub worst: Severity,
     /// Problems that are not waived.
     #[serde(default)]
     pub problems: usize,
-    /// Verdicts that are waived (counted in `by_class` and `by_severity` too).
-    #[serde(default)]
-    pub waived: usize,
-    /// One line for humans: the most important verdict, or "no findings".
+    /// One line for humans: the most important verdict not waived, or "no findings".
     pub headline: String,
 }
 

@@ -113,6 +113,38 @@ mod tests {
     }
 
     #[test]
+    fn kinds_are_typed_as_on_a_kubectl_command_line() {
+        let kind = |s: &str| s.parse::<SubjectPattern>().map(|p| p.kind).ok();
+        for typed in [
+            "APIService/x",
+            "apiservice/x",
+            "apiservices/x",
+            "APISERVICES",
+        ] {
+            assert_eq!(kind(typed), Some(SubjectKind::ApiService), "{typed}");
+        }
+        for typed in ["crd/x", "crds", "customresourcedefinitions/x"] {
+            assert_eq!(
+                kind(typed),
+                Some(SubjectKind::CustomResourceDefinition),
+                "{typed}"
+            );
+        }
+        assert_eq!(
+            kind("prioritylevelconfigurations/workload-low"),
+            Some(SubjectKind::PriorityLevel)
+        );
+        assert_eq!(
+            kind("mutatingwebhooks/vault.*"),
+            Some(SubjectKind::MutatingWebhook)
+        );
+        assert_eq!(kind("flowschemas"), Some(SubjectKind::FlowSchema));
+        assert_eq!(kind("pods/x"), None);
+        let p: SubjectPattern = "apiservices/v1beta1.*".parse().unwrap();
+        assert!(p.matches(&subject(SubjectKind::ApiService, "v1beta1.metrics.k8s.io")));
+    }
+
+    #[test]
     fn rule_filters() {
         let f = Filter {
             skip_rules: vec!["a".into()],

@@ -6,14 +6,17 @@
 //! apiVersion: extpath.dev/v1alpha1
 //! kind: Waivers
 //! waivers:
-//!   - rule: aggregation-cert-expiring-soon     # a rule id, or "*"
+//!   - rule: aggregation-tls-cert-expiring      # a rule id, or "*"
 //!     subject: APIService/v1beta1.metrics.k8s.io   # Kind/name; "*" globs in the name (and kind)
 //!     reason: cert-manager renews it on the 3rd; tracked in OPS-1234
 //!     expires: 2026-12-31                     # YYYY-MM-DD; the waiver stops applying the day after
 //! ```
 //!
+//! (docs/waivers.md documents it for users.)
+//!
 //! This module owns the file format and its two-phase loader (`waivers/load.rs`: parse with unknown fields
-//! rejected and every value's line kept, then validate with `file:line` errors), applying waivers to a
+//! rejected and every value's line kept, then validate with `file:line` errors; [`check_rule_ids`]
+//! then checks every rule id against the rules loaded, as `--rule` is), applying waivers to a
 //! [`Diagnosis`] ([`apply_waivers`]), and the `--fail-on` gate ([`exceeds`], DESIGN §4). It does not
 //! own the clock: the caller passes `today`, so tests and replays are deterministic. Waivers are a
 //! policy about *now*, which is why they are judged at the caller's date and not at the bundle's
@@ -26,7 +29,7 @@
 
 mod load;
 
-pub use load::{WaiverError, load_waivers, parse_waivers};
+pub use load::{WaiverError, check_rule_ids, load_waivers, parse_waivers};
 
 use super::diagnosis::{
     AppliedWaiver, Class, Diagnosis, Severity, SubjectKind, Verdict, WaiverNotice,
@@ -60,6 +63,8 @@ pub struct Waiver {
     pub expires: jiff::civil::Date,
     /// Line of the waiver in its file, for messages.
     pub line: u64,
+    /// Line of its `rule:` value, for messages about the rule.
+    pub rule_line: u64,
 }
 
 /// `Kind/name`, where the kind may be `*` and the name may contain `*` (any run of characters).
@@ -182,8 +187,11 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 /// A matching, unexpired waiver sets `verdict.waived` (the first such waiver in file order wins; a
 /// verdict already waived keeps its waiver). Every expired waiver is reported in
 /// `d.waiver_notices` as `expired` — it no longer applies — and every unexpired waiver that matched
-/// no verdict as `unmatched`. `d.summary.worst` is recomputed, since it only counts verdicts that
-/// are not waived. Notices are appended, so call this once per diagnosis.
+/// no verdict as `unmatched`. A waived problem root's waiver also covers the verdicts it explains.
+/// `d.summary` is recomputed ([`super::classify::summarize`]): its
+/// headline names the worst verdict that is not waived, its counts keep waived verdicts apart, and
+/// `worst` only counts verdicts that are not waived. Notices are appended, so call this once per
+/// diagnosis.
 pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
     let mut matched = vec![false; w.waivers.len()];
     for v in &mut d.verdicts {
@@ -206,6 +214,26 @@ pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
             d.waiver_notices.push(waiver.notice(NOTICE_EXPIRED));
         } else if !matched {
             d.waiver_notices.push(waiver.notice(NOTICE_UNMATCHED));
+        }
+    }
+    // A waiver on a problem's root covers the verdicts that root explains (the requests that
+    // failed because of it): they are the same cause, and a gate must not fail on its echo.
+    for p in &d.problems {
+        let Some(root_waiver) = d
+            .verdicts
+            .iter()
+            .find(|v| v.subject == p.root)
+            .and_then(|v| v.waived.clone())
+        else {
+            continue;
+        };
+        for v in d.verdicts.iter_mut() {
+            if v.waived.is_none() && p.members.contains(&v.subject) {
+                v.waived = Some(AppliedWaiver {
+                    reason: format!("{} (explained by {})", root_waiver.reason, p.root),
+                    expires: root_waiver.expires.clone(),
+                });
+            }
         }
     }
     for p in &mut d.problems {

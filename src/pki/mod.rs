@@ -14,4 +14,5 @@ pub mod generate;
 mod verify;
 
 pub use decode::{CertInfo, PemError, decode_der, decode_pem, der_to_pem, pem_certificates};
+pub(crate) use verify::hostname_text;
 pub use verify::{VerifyError, verify_server_chain};

@@ -67,7 +67,8 @@ fn hint_text(hint: &Option<(String, String)>) -> String {
     }
 }
 
-fn hostname_text(host: &str, dns: &[String], ips: &[String], legacy_cn: bool) -> String {
+/// Go's `x509: certificate is valid for …, not HOST` (and its IP and empty variants).
+pub(crate) fn hostname_text(host: &str, dns: &[String], ips: &[String], legacy_cn: bool) -> String {
     if legacy_cn {
         return "x509: certificate relies on legacy Common Name field, use SANs instead".into();
     }

@@ -1,41 +1,64 @@
 //! `-o junit`: JUnit XML for CI systems (GitLab, Jenkins, GitHub test reporters).
 //!
-//! One `<testsuite name="extpath">` with one `<testcase>` per subject: `classname` is the subject's
-//! kind and `name` its name, so CI groups APIServices, webhooks and the API server apart.
+//! A `<testsuites>` root holding one `<testsuite name="extpath">` with one `<testcase>` per subject:
+//! `classname` is the subject's kind and `name` its name — for a webhook with its configuration
+//! (`vault.hashicorp.com (in vault-agent-injector-cfg)`), since two configurations may hold webhooks
+//! of one name and CI tools merge test cases whose names are equal.
 //!
-//! * `warning`/`critical` verdicts fail: `<failure message="summary" type="Class">` with the
-//!   evidence, the ruled-out classes, the consequences and the next commands in the body.
-//! * `Inconclusive` fails with `type="Inconclusive"`: a subject that cannot be judged is not a pass.
-//! * `Healthy` passes; an `info` finding of another class passes with its summary in `<system-out>`.
-//! * A waived verdict is `<skipped message="reason">`, with what it would have been in `<system-out>`.
+//! The report tells the same story as the exit code of `--fail-on` ([`RenderOptions::fail_on`]):
 //!
-//! The headline, totals and gaps go to the suite's `<system-out>`; waiver notices (expired or
-//! unmatched waivers, which someone must act on) to its `<system-err>`. Whether the CI job fails
-//! is decided by the exit code of `--fail-on`, not by this file, which records every verdict.
+//! * a verdict not waived at or above the threshold fails: `<failure message="summary"
+//!   type="Class">` with the evidence, the ruled-out classes, the consequences and the next
+//!   commands in the body; `Inconclusive` counts as `warning` there, as it does for the gate;
+//! * a verdict below the threshold passes, and its finding (the same text) is in the test case's
+//!   `<system-out>`; `Healthy` passes with nothing to say;
+//! * a waived verdict is `<skipped message="reason">`, with what it would have been in
+//!   `<system-out>`.
+//!
+//! `time` attributes: the suite's (and the root's) is the run's time until rendering
+//! ([`RenderOptions::elapsed`]: collection and analysis); a test case's is `0`, since subjects are
+//! judged together in one pass and no per-subject time exists. The headline, totals and gaps go to
+//! the suite's `<system-out>`; waiver notices (expired or unmatched waivers, which someone must act
+//! on) to its `<system-err>`.
 
 use std::fmt::Write as _;
 use std::io::Write;
 
 use super::{
-    confidence_text, display_order, evidence_text, gap_reason_text, headline, severity_counts,
-    subject_text,
+    RenderOptions, confidence_text, display_order, evidence_text, gap_reason_text, headline,
+    severity_counts, subject_text,
 };
 use crate::engine::diagnosis::{Class, Diagnosis, Severity, Verdict};
-use crate::engine::waivers::worst_unwaived;
+use crate::engine::waivers::{gate_severity, worst_unwaived};
 
-enum Outcome {
+/// What a verdict is for CI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Healthy, or a finding below the `--fail-on` threshold.
     Pass,
+    /// A finding not waived at or above the threshold: what makes the gate exit 1.
     Failure,
+    /// A waived finding.
     Skipped,
 }
 
-fn outcome(v: &Verdict) -> Outcome {
+/// The test case outcome of a verdict under the `fail_on` threshold: exactly the verdicts that make
+/// `--fail-on` exit 1 fail (`engine::waivers::exceeds`).
+pub fn outcome(v: &Verdict, fail_on: Severity) -> Outcome {
     if v.waived.is_some() {
         Outcome::Skipped
-    } else if v.class == Class::Inconclusive || v.severity >= Severity::Warning {
+    } else if gate_severity(v).is_some_and(|s| s >= fail_on) {
         Outcome::Failure
     } else {
         Outcome::Pass
+    }
+}
+
+/// The test case name: the subject's name, with its configuration for a webhook.
+pub fn case_name(v: &Verdict) -> String {
+    match &v.subject.parent {
+        Some(p) => format!("{} (in {p})", v.subject.name),
+        None => v.subject.name.clone(),
     }
 }
 
@@ -43,22 +66,24 @@ fn outcome(v: &Verdict) -> Outcome {
 ///
 /// # Errors
 /// The writer's I/O errors.
-pub fn render(d: &Diagnosis, out: &mut dyn Write) -> std::io::Result<()> {
+pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::io::Result<()> {
     let verdicts = display_order(d);
-    let failures = verdicts
-        .iter()
-        .filter(|v| matches!(outcome(v), Outcome::Failure))
-        .count();
-    let skipped = verdicts
-        .iter()
-        .filter(|v| matches!(outcome(v), Outcome::Skipped))
-        .count();
-
-    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-    let mut suite = format!(
-        r#"<testsuite name="extpath" tests="{}" failures="{failures}" errors="0" skipped="{skipped}""#,
+    let count = |o: Outcome| {
+        verdicts
+            .iter()
+            .filter(|v| outcome(v, opts.fail_on) == o)
+            .count()
+    };
+    let (failures, skipped) = (count(Outcome::Failure), count(Outcome::Skipped));
+    let time = opts.elapsed.map_or(0.0, |e| e.as_secs_f64());
+    let totals = format!(
+        r#"tests="{}" failures="{failures}" errors="0" skipped="{skipped}" time="{time:.3}""#,
         verdicts.len()
     );
+
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(out, r#"<testsuites name="extpath" {totals}>"#)?;
+    let mut suite = format!(r#"  <testsuite name="extpath" {totals}"#);
     if let Some(t) = d.collected_at {
         // The JUnit schema's timestamp has no zone designator; the value is UTC.
         let _ = write!(
@@ -68,24 +93,25 @@ pub fn render(d: &Diagnosis, out: &mut dyn Write) -> std::io::Result<()> {
         );
     }
     writeln!(out, "{suite}>")?;
-    writeln!(out, "  <properties>")?;
-    writeln!(
-        out,
-        r#"    <property name="apiVersion" value="{}"/>"#,
-        attr(&d.api_version)
-    )?;
-    writeln!(
-        out,
-        r#"    <property name="worst" value="{}"/>"#,
-        worst_unwaived(d)
-    )?;
-    writeln!(out, "  </properties>")?;
+    writeln!(out, "    <properties>")?;
+    for (name, value) in [
+        ("apiVersion", d.api_version.clone()),
+        ("fail-on", opts.fail_on.to_string()),
+        ("worst", worst_unwaived(d).to_string()),
+    ] {
+        writeln!(
+            out,
+            r#"      <property name="{name}" value="{}"/>"#,
+            attr(&value)
+        )?;
+    }
+    writeln!(out, "    </properties>")?;
 
     for v in &verdicts {
-        write_case(out, v)?;
+        write_case(out, v, opts.fail_on)?;
     }
 
-    writeln!(out, "  <system-out>{}</system-out>", body(&suite_out(d)))?;
+    writeln!(out, "    <system-out>{}</system-out>", body(&suite_out(d)))?;
     if !d.waiver_notices.is_empty() {
         let mut err = String::new();
         for n in &d.waiver_notices {
@@ -95,47 +121,45 @@ pub fn render(d: &Diagnosis, out: &mut dyn Write) -> std::io::Result<()> {
                 n.problem, n.rule, n.subject, n.expires, n.reason
             );
         }
-        writeln!(out, "  <system-err>{}</system-err>", body(&err))?;
+        writeln!(out, "    <system-err>{}</system-err>", body(&err))?;
     }
-    writeln!(out, "</testsuite>")
+    writeln!(out, "  </testsuite>")?;
+    writeln!(out, "</testsuites>")
 }
 
-fn write_case(out: &mut dyn Write, v: &Verdict) -> std::io::Result<()> {
+fn write_case(out: &mut dyn Write, v: &Verdict, fail_on: Severity) -> std::io::Result<()> {
     let open = format!(
-        r#"  <testcase classname="{}" name="{}""#,
+        r#"    <testcase classname="{}" name="{}" time="0""#,
         attr(v.subject.kind.as_str()),
-        attr(&v.subject.name)
+        attr(&case_name(v))
     );
-    match outcome(v) {
+    match outcome(v, fail_on) {
         Outcome::Pass if v.class == Class::Healthy => writeln!(out, "{open}/>"),
         Outcome::Pass => {
             writeln!(out, "{open}>")?;
-            let text = format!("{} ({}): {}", v.class, v.severity, v.summary);
-            writeln!(out, "    <system-out>{}</system-out>", body(&text))?;
-            writeln!(out, "  </testcase>")
+            let text = format!("below --fail-on {fail_on}: {}", failure_body(v));
+            writeln!(out, "      <system-out>{}</system-out>", body(&text))?;
+            writeln!(out, "    </testcase>")
         }
         Outcome::Failure => {
             writeln!(out, "{open}>")?;
             writeln!(
                 out,
-                r#"    <failure message="{}" type="{}">{}</failure>"#,
+                r#"      <failure message="{}" type="{}">{}</failure>"#,
                 attr(&v.summary),
                 attr(v.class.as_str()),
                 body(&failure_body(v))
             )?;
-            writeln!(out, "  </testcase>")
+            writeln!(out, "    </testcase>")
         }
         Outcome::Skipped => {
             let w = v.waived.as_ref().map(|w| w.reason.as_str()).unwrap_or("");
             writeln!(out, "{open}>")?;
-            writeln!(out, r#"    <skipped message="{}"/>"#, attr(w))?;
+            writeln!(out, r#"      <skipped message="{}"/>"#, attr(w))?;
             let until = v.waived.as_ref().map(|w| w.expires.as_str()).unwrap_or("");
-            let text = format!(
-                "waived until {until}; otherwise {} {}: {}",
-                v.severity, v.class, v.summary
-            );
-            writeln!(out, "    <system-out>{}</system-out>", body(&text))?;
-            writeln!(out, "  </testcase>")
+            let text = format!("waived until {until}; otherwise {}", failure_body(v));
+            writeln!(out, "      <system-out>{}</system-out>", body(&text))?;
+            writeln!(out, "    </testcase>")
         }
     }
 }

@@ -4,7 +4,12 @@
 //! Every renderer writes into a `&mut dyn Write` and never prints, touches the clock or reads the
 //! environment: what it writes depends only on the diagnosis and the [`RenderOptions`], which is what
 //! makes the output snapshot-testable. The one place that looks at the terminal is
-//! [`RenderOptions::for_stdout`] (with [`ColorChoice::resolve`]), which the CLI calls once.
+//! [`RenderOptions::for_stdout`] (with [`ColorChoice::resolve`] and [`terminal_width`]), which the
+//! CLI calls once.
+//!
+//! Width follows kubectl's habits: on a terminal the table fits the terminal (`COLUMNS`, else the
+//! terminal's size); piped or redirected output is never wrapped, so `grep` finds a phrase on one
+//! line; `-o wide` is one line per verdict, nothing wrapped, like `kubectl get -o wide`.
 //!
 //! What this module does not own: deciding anything. Verdicts, summaries and waivers come from
 //! `engine`; the renderers only order and present them. The one exception is the presentation order
@@ -32,61 +37,111 @@ use crate::engine::waivers::gate_severity;
 /// Output formats of a diagnosis (`-o`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
-    /// A table for the terminal, with details for every finding.
+    /// A table with details for every finding: as wide as the terminal, not wrapped when piped.
     #[default]
     Table,
+    /// The table with rung, confidence, evidence and consequences as columns, one line per
+    /// verdict and nothing wrapped (like `kubectl get -o wide`).
+    Wide,
     /// The Diagnosis as JSON (docs/diagnosis.schema.json).
     Json,
     /// The Diagnosis as YAML.
     Yaml,
     /// Markdown for incident documents.
     Markdown,
-    /// JUnit XML for CI: one test case per subject.
+    /// JUnit XML for CI: one test case per subject, failing exactly as --fail-on does.
     Junit,
 }
 
-/// The table's width when none is given (and stdout is not a terminal): readable in CI logs and
-/// wide enough for an APIService name, its class and a wrapped summary.
+/// The width of a terminal whose size cannot be read, and the width the snapshots and the README
+/// examples are rendered at.
 pub const DEFAULT_WIDTH: u16 = 100;
 
-/// How to render. Only the table reads `color`, `width` and `wide`; the other formats are data or
-/// documents and look the same everywhere.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The width that stands for "do not wrap" (piped output, `-o wide`): wider than any line.
+const UNWRAPPED: usize = u16::MAX as usize;
+
+/// How to render. Only the table reads `color`, `width` and `wide`, and only JUnit reads
+/// `fail_on` and `elapsed`; the other formats are data or documents and look the same everywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenderOptions {
     /// Use ANSI colours (severity, class, headings).
     pub color: bool,
-    /// Maximum line width of the table; `None` means [`DEFAULT_WIDTH`].
+    /// Maximum line width of the table; `None` means no wrapping at all (output that is not a
+    /// terminal: a phrase must stay on one line for `grep`).
     pub width: Option<u16>,
-    /// Show each verdict's rung, evidence and consequences as columns of the main table too.
+    /// `-o wide`: rung, confidence, evidence and consequences as columns of the main table, one
+    /// line per verdict, nothing wrapped.
     pub wide: bool,
     /// List every healthy subject as a row instead of one line that counts them.
     pub show_healthy: bool,
+    /// The `--fail-on` threshold: JUnit reports a verdict not waived at or above it as a failure
+    /// and one below it as a passing test case (the finding in its `<system-out>`).
+    pub fail_on: Severity,
+    /// How long the run took until rendering (collection and analysis), for JUnit's `time`;
+    /// `None` writes `0` (snapshots).
+    pub elapsed: Option<std::time::Duration>,
+}
+
+impl Default for RenderOptions {
+    /// No colour, no wrapping, the default `--fail-on critical`.
+    fn default() -> Self {
+        RenderOptions {
+            color: false,
+            width: None,
+            wide: false,
+            fail_on: Severity::Critical,
+            elapsed: None,
+            show_healthy: false,
+        }
+    }
 }
 
 impl RenderOptions {
     /// Options for writing to this process's stdout: colour resolved from `choice` (see
-    /// [`ColorChoice::resolve`]) and the width of the terminal when stdout is one.
+    /// [`ColorChoice::resolve`]) and, when stdout is a terminal, its width ([`terminal_width`]);
+    /// anything else is not wrapped.
     pub fn for_stdout(choice: ColorChoice, wide: bool) -> RenderOptions {
         use std::io::IsTerminal;
         let tty = std::io::stdout().is_terminal();
         let no_color = std::env::var_os("NO_COLOR");
         let term = std::env::var_os("TERM");
+        let columns = std::env::var_os("COLUMNS");
         RenderOptions {
             color: choice.resolve(tty, no_color.as_deref(), term.as_deref()),
-            // comfy-table asks the terminal for its size only when stdout is a TTY.
-            width: if tty {
+            width: terminal_width(tty, columns.as_deref(), || {
+                // comfy-table (crossterm) reads the terminal's size with TIOCGWINSZ.
                 comfy_table::Table::new().width()
-            } else {
-                None
-            },
+            }),
             wide,
-            show_healthy: false,
+            ..RenderOptions::default()
         }
     }
 
-    fn effective_width(&self) -> usize {
-        usize::from(self.width.unwrap_or(DEFAULT_WIDTH).max(40))
+    /// The width to wrap at: the terminal's (at least 40 columns), or no limit.
+    pub(crate) fn effective_width(&self) -> usize {
+        match (self.wide, self.width) {
+            (true, _) | (false, None) => UNWRAPPED,
+            (false, Some(w)) => usize::from(w.max(40)),
+        }
     }
+}
+
+/// The table's width: `None` (no wrapping) when stdout is not a terminal; on a terminal, a
+/// positive `COLUMNS` (what shells export and what people set to force a width), else the size the
+/// terminal reports (`tty_size`, read only when needed), else [`DEFAULT_WIDTH`].
+pub fn terminal_width(
+    stdout_is_tty: bool,
+    columns: Option<&std::ffi::OsStr>,
+    tty_size: impl FnOnce() -> Option<u16>,
+) -> Option<u16> {
+    if !stdout_is_tty {
+        return None;
+    }
+    let from_env = columns
+        .and_then(|c| c.to_str())
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|c| *c > 0);
+    Some(from_env.or_else(tty_size).unwrap_or(DEFAULT_WIDTH))
 }
 
 /// `--color never|always|auto`.
@@ -136,10 +191,18 @@ pub fn render(
 ) -> std::io::Result<()> {
     match format {
         Format::Table => table::render(d, opts, out),
+        Format::Wide => table::render(
+            d,
+            &RenderOptions {
+                wide: true,
+                ..*opts
+            },
+            out,
+        ),
         Format::Json => json::render(d, out),
         Format::Yaml => yaml::render(d, out),
         Format::Markdown => markdown::render(d, out),
-        Format::Junit => junit::render(d, out),
+        Format::Junit => junit::render(d, opts, out),
     }
 }
 
@@ -406,6 +469,45 @@ mod tests {
             Some(OsStr::new("dumb"))
         ));
         assert!(!ColorChoice::Never.resolve(true, None, None));
+    }
+
+    #[test]
+    fn width_follows_the_terminal_and_piped_output_is_not_wrapped() {
+        let never = || -> Option<u16> { panic!("the terminal is not asked when COLUMNS is set") };
+        assert_eq!(
+            terminal_width(false, Some(OsStr::new("80")), || Some(90)),
+            None
+        );
+        assert_eq!(
+            terminal_width(true, Some(OsStr::new("132")), never),
+            Some(132)
+        );
+        assert_eq!(
+            terminal_width(true, Some(OsStr::new(" 72 ")), never),
+            Some(72)
+        );
+        assert_eq!(terminal_width(true, None, || Some(90)), Some(90));
+        assert_eq!(
+            terminal_width(true, Some(OsStr::new("0")), || Some(90)),
+            Some(90)
+        );
+        assert_eq!(
+            terminal_width(true, Some(OsStr::new("wide")), || None),
+            Some(DEFAULT_WIDTH)
+        );
+        let piped = RenderOptions::default();
+        assert_eq!(piped.effective_width(), UNWRAPPED);
+        let narrow = RenderOptions {
+            width: Some(20),
+            ..piped
+        };
+        assert_eq!(narrow.effective_width(), 40);
+        let wide = RenderOptions {
+            width: Some(80),
+            wide: true,
+            ..piped
+        };
+        assert_eq!(wide.effective_width(), UNWRAPPED);
     }
 
     #[test]

@@ -53,7 +53,8 @@ pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::
         rows.extend(p.members.iter().map(|m| Row::Verdict(m, true)));
     }
     rows.extend(arranged.others.iter().map(|v| Row::Verdict(v, false)));
-    if opts.show_healthy || arranged.healthy.len() == 1 {
+    // `-o wide` lists every verdict, one per line, for grep.
+    if opts.show_healthy || opts.wide || arranged.healthy.len() == 1 {
         rows.extend(arranged.healthy.iter().map(|v| Row::Verdict(v, false)));
     } else if !arranged.healthy.is_empty() {
         rows.push(Row::Healthy(format!(
@@ -211,6 +212,9 @@ fn verdict_table(rows: &[Row<'_>], opts: &RenderOptions, width: usize) -> String
     }
     table.set_header(header);
 
+    // `-o wide` is one line per verdict (grep, `less -S`, `sort`): what stacks in a cell of the
+    // normal table is joined on one line.
+    let stack = if opts.wide { "; " } else { "\n" };
     for (r, subject) in rows.iter().zip(subjects) {
         let (v, member) = match r {
             Row::Verdict(v, member) => (*v, *member),
@@ -244,7 +248,7 @@ fn verdict_table(rows: &[Row<'_>], opts: &RenderOptions, width: usize) -> String
             v.severity.to_string()
         };
         if v.waived.is_some() && !member {
-            sev.push_str("\n(waived)");
+            sev.push_str(if opts.wide { " (waived)" } else { "\n(waived)" });
         }
         let mut row = vec![
             styled_cell(Cell::new(sev), severity_color(v), opts.color),
@@ -264,16 +268,20 @@ fn verdict_table(rows: &[Row<'_>], opts: &RenderOptions, width: usize) -> String
             row.push(Cell::new(confidence_text(v.confidence)).set_alignment(CellAlignment::Right));
         }
         if separate_summary {
-            row.push(Cell::new(&v.summary));
+            row.push(Cell::new(if opts.wide {
+                one_line(&v.summary)
+            } else {
+                v.summary.clone()
+            }));
         }
         if opts.wide {
-            row.push(Cell::new(evidence_lines(v).join("\n")));
+            row.push(Cell::new(one_line(&wide_evidence(v).join(stack))));
             let cons: Vec<String> = v
                 .consequences
                 .iter()
                 .map(|c| format!("{} ({}, {})", c.rule, c.class, c.rung))
                 .collect();
-            row.push(Cell::new(cons.join("\n")));
+            row.push(Cell::new(cons.join(stack)));
         }
         table.add_row(row);
     }
@@ -318,16 +326,31 @@ fn class_color(c: Class) -> Option<(Color, bool)> {
     }
 }
 
-/// `rule-id` then `  name = value` per evidence value, for the wide table.
-fn evidence_lines(v: &Verdict) -> Vec<String> {
-    let mut lines = Vec::new();
-    for r in &v.rules {
-        lines.push(r.id.clone());
-        for (k, val) in &r.evidence {
-            lines.push(format!("- {k} = {}", evidence_text(val)));
-        }
-    }
-    lines
+/// `rule-id (name = value, …)` per deciding rule, for the wide table's one-line cell.
+fn wide_evidence(v: &Verdict) -> Vec<String> {
+    v.rules
+        .iter()
+        .map(|r| {
+            let values: Vec<String> = r
+                .evidence
+                .iter()
+                .map(|(k, val)| format!("{k} = {}", evidence_text(val)))
+                .collect();
+            if values.is_empty() {
+                r.id.clone()
+            } else {
+                format!("{} ({})", r.id, values.join(", "))
+            }
+        })
+        .collect()
+}
+
+/// Line breaks inside a value (a response body) become spaces: a wide row is one line.
+fn one_line(s: &str) -> String {
+    s.split(['\n', '\r'])
+        .filter(|p| !p.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn write_block(

@@ -2,7 +2,10 @@
 //! `replay serve --bundle FILE` / `--raw PATH…`: serve a recorded incident back the same way.
 //!
 //! It prints where the server listens and the `export KUBECONFIG=…` line, writes the kubeconfig
-//! (to `--kubeconfig-out`, or next to a temporary directory it names), and stops on SIGINT/SIGTERM.
+//! (to `--kubeconfig-out`, or into a new private temporary directory), and stops on SIGINT, SIGTERM
+//! or SIGHUP. The kubeconfig holds the server's admin token, so the temporary directory — the
+//! kubeconfig and the carried evidence beside it — is removed when the command ends, whether it
+//! was interrupted or failed; a `--kubeconfig-out` file is the caller's and is left alone.
 //! A recording also gets the evidence its replay cannot serve written next to the kubeconfig
 //! (`carried-evidence.yaml`, see `bundle::carried`), with the `--merge` flag that adds it to a
 //! `scan`/`collect`, and the `--etcd-metrics-url` of its etcd port when it has etcd evidence.
@@ -58,10 +61,13 @@ enum Source {
 
 fn load(args: &ServeArgs) -> anyhow::Result<Source> {
     if let Some(file) = &args.bundle {
-        let b = crate::bundle::load_bundle(file).map_err(input_error)?;
+        let b = crate::cli::import::load_bundle_arg(file)?;
         return Ok(Source::Recording(Box::new(b)));
     }
     if !args.raw.is_empty() {
+        for p in &args.raw {
+            crate::cli::input::check_raw_path(p).map_err(input_error)?;
+        }
         let b = crate::bundle::raw::import_paths(&args.raw).map_err(input_error)?;
         return Ok(Source::Recording(Box::new(b)));
     }
@@ -76,6 +82,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        let mut signals = Signals::install()?;
         let started = std::time::Instant::now();
         let options = StartOptions {
             port: args.port,
@@ -93,13 +100,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         } else {
             ClientAuth::Token
         };
+        // Dropped (and so removed) however this block ends: after a signal, or on an error.
+        let mut temporary = None;
         let path = match args.kubeconfig_out {
             Some(p) => p,
             None => {
-                let dir =
-                    std::env::temp_dir().join(format!("extpath-replay-{}", server.addr().port()));
-                std::fs::create_dir_all(&dir)?;
-                dir.join("kubeconfig")
+                let dir = tempfile::Builder::new()
+                    .prefix(&format!("extpath-replay-{}-", server.addr().port()))
+                    .tempdir()?;
+                let path = dir.path().join("kubeconfig");
+                temporary = Some(dir);
+                path
             }
         };
         write_private(&path, &server.kubeconfig(auth))?;
@@ -128,8 +139,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         writeln!(out, "press Ctrl-C to stop")?;
         out.flush()?;
         drop(out);
-        wait_for_signal().await?;
+        signals.wait().await;
         server.shutdown().await;
+        if let Some(dir) = temporary {
+            let shown = dir.path().display().to_string();
+            dir.close()
+                .map_err(|e| anyhow::anyhow!("{shown}: cannot remove: {e}"))?;
+        }
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(EXIT_OK)
@@ -196,11 +212,30 @@ fn write_private(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r?,
-        _ = term.recv() => {}
+/// Ctrl-C (SIGINT), SIGTERM (kill, systemd, a CI runner's timeout) and SIGHUP (the terminal
+/// closed), handled from before anything is written: handling them, rather than dying of them, is
+/// what lets the temporary kubeconfig be removed.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
     }
-    Ok(())
+
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+            _ = self.hangup.recv() => {}
+        }
+    }
 }

@@ -97,10 +97,9 @@ pub async fn open_window(
         && v.is_unreachable()
         && m.is_unreachable()
     {
-        return Err(WhyError::Unreachable(format!(
-            "the API server at {} could not be reached: {v}",
-            gatherer.server
-        )));
+        return Err(WhyError::Unreachable(
+            crate::collect::tls_words::unreachable_message(&gatherer.server, &v.to_string()),
+        ));
     }
     Ok(Window {
         version,

@@ -360,19 +360,22 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
     let mut by_class: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_severity: BTreeMap<String, usize> = BTreeMap::new();
     let mut worst = Severity::Info;
+    let mut waived = 0;
     for v in verdicts {
+        if v.waived.is_some() {
+            waived += 1;
+            continue;
+        }
         *by_class.entry(v.class.as_str().to_string()).or_default() += 1;
         *by_severity
             .entry(v.severity.as_str().to_string())
             .or_default() += 1;
-        if v.waived.is_none() {
-            let s = if v.class == Class::Inconclusive {
-                v.severity.max(Severity::Warning)
-            } else {
-                v.severity
-            };
-            worst = worst.max(s);
-        }
+        let s = if v.class == Class::Inconclusive {
+            v.severity.max(Severity::Warning)
+        } else {
+            v.severity
+        };
+        worst = worst.max(s);
     }
     let open: Vec<&crate::engine::problems::Problem> =
         crate::engine::problems::open(problems).collect();
@@ -426,9 +429,9 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
         subjects: verdicts.len(),
         by_class,
         by_severity,
+        waived,
         worst,
         problems: open.len(),
-        waived: verdicts.iter().filter(|v| v.waived.is_some()).count(),
         headline,
     }
 }

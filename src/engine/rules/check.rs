@@ -110,15 +110,32 @@ fn all_exprs(rule: &Rule) -> Vec<(String, &Expr, bool)> {
 ///
 /// # Errors
 /// The first unknown variable, field or function, or expression that does not evaluate on the
-/// sample, as `file:line: message`.
+/// sample, as `file:line: message` ([`check_rule_all`] gives every one).
 pub fn check_rule(rule: &Rule, world: &SampleWorld) -> Result<(), RuleError> {
-    for kind in &rule.subjects {
-        check_kind(rule, *kind, world)?;
+    match check_rule_all(rule, world).into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Result<(), RuleError> {
+/// Every problem of a compiled rule against the fact model: one per expression at most (the first
+/// thing wrong in it), for each subject kind, without repeats; empty when the rule is sound.
+pub fn check_rule_all(rule: &Rule, world: &SampleWorld) -> Vec<RuleError> {
+    let mut errors: Vec<RuleError> = Vec::new();
+    for kind in &rule.subjects {
+        for e in check_kind(rule, *kind, world) {
+            if !errors.contains(&e) {
+                errors.push(e);
+            }
+        }
+    }
+    errors
+}
+
+fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Vec<RuleError> {
+    let mut errors = Vec::new();
+    // Expressions already wrong by name are not run on the sample too.
+    let mut wrong: Vec<usize> = Vec::new();
     let empty = HashMap::new();
     let scope = world.shapes.get(&kind).unwrap_or(&empty);
     let allowed: Vec<&str> = COMMON_VARIABLES
@@ -131,18 +148,22 @@ fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Result<(),
         line: line.max(expr.line),
         message,
     };
-    for (what, expr, _) in all_exprs(rule) {
-        for v in expr.program.references().variables() {
-            if !allowed.contains(&v) && !scope.contains_key(v) && !is_comprehension_var(expr, v) {
-                return Err(error(
-                    expr,
-                    expr.line,
-                    format!(
-                        "{what}: unknown variable `{v}` for subject {kind} (known: {})",
-                        allowed.join(", ")
-                    ),
-                ));
-            }
+    for (i, (what, expr, _)) in all_exprs(rule).into_iter().enumerate() {
+        let references = expr.program.references();
+        let unknown = references.variables().into_iter().find(|v| {
+            !allowed.contains(v) && !scope.contains_key(*v) && !is_comprehension_var(expr, v)
+        });
+        if let Some(v) = unknown {
+            errors.push(error(
+                expr,
+                expr.line,
+                format!(
+                    "{what}: unknown variable `{v}` for subject {kind} (known: {})",
+                    allowed.join(", ")
+                ),
+            ));
+            wrong.push(i);
+            continue;
         }
         let walk = Walk {
             source: &expr.source,
@@ -151,17 +172,21 @@ fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Result<(),
             locals: std::cell::RefCell::new(Vec::new()),
         };
         if let Err((id, msg)) = walk.walk(expr.program.expression()) {
-            return Err(error(expr, line_of(walk.source, expr, id), msg));
+            errors.push(error(expr, line_of(walk.source, expr, id), msg));
+            wrong.push(i);
         }
     }
     let Some(ctx) = world.contexts.get(&kind) else {
-        return Ok(());
+        return errors;
     };
-    for (what, expr, boolean) in all_exprs(rule) {
+    for (i, (what, expr, boolean)) in all_exprs(rule).into_iter().enumerate() {
+        if wrong.contains(&i) {
+            continue;
+        }
         match expr.program.execute(ctx) {
             Ok(Value::Bool(_)) => {}
             Ok(other) if boolean => {
-                return Err(error(
+                errors.push(error(
                     expr,
                     expr.line,
                     format!(
@@ -175,7 +200,7 @@ fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Result<(),
             // lacks is data, not a mistake. Wrong names, types and calls are mistakes everywhere.
             Err(e) if !boolean && is_data_dependent(&e) => {}
             Err(e) => {
-                return Err(error(
+                errors.push(error(
                     expr,
                     expr.line,
                     format!("{what}: does not evaluate on the fact-model sample: {e}"),
@@ -183,7 +208,7 @@ fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Result<(),
             }
         }
     }
-    Ok(())
+    errors
 }
 
 fn is_data_dependent(e: &cel::ExecutionError) -> bool {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::check::{SampleWorld, check_rule};
+use super::check::{SampleWorld, check_rule_all};
 use super::template::{Part, Template, split};
 use super::{Expr, Role, Rule, RuleError, RuleOut, RuleSet};
 use crate::bundle::Rung;
@@ -137,13 +137,13 @@ pub fn load_sources<I: Iterator<Item = (String, String)>>(
     let mut set = RuleSet::default();
     let mut errors = Vec::new();
     for (file, text) in sources {
-        match load_one(&file, &text, bundled, &world) {
+        match load_one_all(&file, &text, bundled, &world) {
             Ok(rule) => {
                 if let Err(e) = set.extend(RuleSet { rules: vec![rule] }) {
                     errors.push(e);
                 }
             }
-            Err(e) => errors.push(e),
+            Err(e) => errors.extend(e),
         }
     }
     (set, errors)
@@ -257,20 +257,46 @@ pub fn yaml_error(file: &str, e: &serde_saphyr::Error) -> RuleError {
 /// Load and check one rule file.
 ///
 /// # Errors
-/// The first problem, as `file:line: message`.
+/// The first problem, as `file:line: message` ([`load_one_all`] gives every one).
 pub fn load_one(
     file: &str,
     text: &str,
     bundled: bool,
     world: &SampleWorld,
 ) -> Result<Rule, RuleError> {
+    load_one_all(file, text, bundled, world).map_err(|mut errors| errors.swap_remove(0))
+}
+
+/// Load and check one rule file, reporting every problem at once (`rules lint`): a value that is
+/// wrong does not hide the next one. Only a file that is not YAML of the rule shape stops at its
+/// first problem, since nothing after it can be read.
+///
+/// # Errors
+/// Every problem found, in file order of the checks, never empty.
+pub fn load_one_all(
+    file: &str,
+    text: &str,
+    bundled: bool,
+    world: &SampleWorld,
+) -> Result<Rule, Vec<RuleError>> {
     if text.trim().is_empty() {
-        return Err(err(file, 0, "empty rule file"));
+        return Err(vec![err(file, 1, "empty rule file")]);
     }
-    let raw: RawRule = serde_saphyr::from_str(text).map_err(|e| yaml_error(file, &e))?;
+    let raw: RawRule = serde_saphyr::from_str(text).map_err(|e| vec![yaml_error(file, &e)])?;
+    let mut errs: Vec<RuleError> = Vec::new();
+    // `keep(result)`: the value, or None with the error recorded.
+    fn keep<T>(errs: &mut Vec<RuleError>, r: Result<T, RuleError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                errs.push(e);
+                None
+            }
+        }
+    }
     let line = |s: &Spanned<String>| s.referenced.line() as usize;
     if raw.schema.value != SCHEMA {
-        return Err(err(
+        errs.push(err(
             file,
             line(&raw.schema),
             format!(
@@ -281,7 +307,7 @@ pub fn load_one(
     }
     let id = raw.id.value.clone();
     if !is_kebab(&id) {
-        return Err(err(
+        errs.push(err(
             file,
             line(&raw.id),
             format!("id {id:?} is not kebab-case (lowercase words joined by '-')"),
@@ -292,34 +318,250 @@ pub fn load_one(
         .and_then(|s| s.to_str())
         .unwrap_or("");
     if stem != id {
-        return Err(err(
+        errs.push(err(
             file,
             line(&raw.id),
             format!("id {id:?} differs from the file name {stem:?}.yaml"),
         ));
     }
-    let class = parse_class(file, &raw.class, true)?;
+    let class = keep(&mut errs, parse_class(file, &raw.class, true));
     let severity = match raw.severity.value.as_str() {
-        "info" => Severity::Info,
-        "warning" => Severity::Warning,
-        "critical" => Severity::Critical,
+        "info" => Some(Severity::Info),
+        "warning" => Some(Severity::Warning),
+        "critical" => Some(Severity::Critical),
         other => {
-            return Err(err(
+            errs.push(err(
                 file,
                 line(&raw.severity),
                 format!("unknown severity {other:?} (info, warning, critical)"),
             ));
+            None
         }
     };
-    if class == Class::Healthy && severity != Severity::Info {
-        return Err(err(
+    if class == Some(Class::Healthy) && severity.is_some_and(|s| s != Severity::Info) {
+        errs.push(err(
             file,
             line(&raw.severity),
             "a Healthy rule has severity info",
         ));
     }
-    let subject_line = raw.subject.referenced.line() as usize;
-    let names: Vec<String> = match &raw.subject.value {
+    let subjects = keep(&mut errs, subjects(file, &raw.subject));
+    let rung = Rung::ALL.into_iter().find(|r| r.as_str() == raw.rung.value);
+    if rung.is_none() {
+        errs.push(err(
+            file,
+            line(&raw.rung),
+            format!(
+                "unknown rung {:?} (one of {})",
+                raw.rung.value,
+                Rung::ALL.map(|r| r.as_str()).join(", ")
+            ),
+        ));
+    }
+    let component = match &raw.component {
+        None => Component::KubeApiserver,
+        Some(c) => match Component::ALL.into_iter().find(|k| k.as_str() == c.value) {
+            Some(k) => k,
+            None => {
+                errs.push(err(
+                    file,
+                    line(c),
+                    format!(
+                        "unknown component {:?} (one of {})",
+                        c.value,
+                        Component::ALL.map(|k| k.as_str()).join(", ")
+                    ),
+                ));
+                Component::KubeApiserver
+            }
+        },
+    };
+    // The extension API server is met only through an APIService: its steps are an APIService's
+    // (or a request's through one), and an APIService's authn/authz are always its steps —
+    // kube-apiserver authenticates users, never APIServices.
+    let component_line = raw.component.as_ref().map_or(line(&raw.rung), line);
+    if let Some(subjects) = &subjects {
+        if component == Component::ExtensionApiserver
+            && !subjects
+                .iter()
+                .all(|k| matches!(k, SubjectKind::ApiService | SubjectKind::Request))
+        {
+            errs.push(err(
+                file,
+                component_line,
+                "component: extension_apiserver is for APIService and Request rules (the extension API server is reached through an APIService)",
+            ));
+        }
+        if let Some(r) = rung
+            && component == Component::KubeApiserver
+            && matches!(r, Rung::Authn | Rung::Authz)
+            && subjects.contains(&SubjectKind::ApiService)
+        {
+            errs.push(err(
+                file,
+                component_line,
+                format!(
+                    "an APIService's {r} is the extension API server's (front-proxy authentication, delegated authorization): add `component: extension_apiserver`"
+                ),
+            ));
+        }
+    }
+    let confidence = match &raw.confidence {
+        Some(c) if !(c.value > 0.0 && c.value <= 1.0) => {
+            errs.push(err(
+                file,
+                c.referenced.line() as usize,
+                format!("confidence {} is outside (0, 1]", c.value),
+            ));
+            0.8
+        }
+        Some(c) => c.value,
+        None => 0.8,
+    };
+    let role = match raw.role.as_ref().map(|r| r.value.as_str()) {
+        None | Some("verdict") => Role::Verdict,
+        Some("support") => Role::Support,
+        Some(other) => {
+            errs.push(err(
+                file,
+                raw.role.as_ref().map_or(1, line),
+                format!("unknown role {other:?} (verdict, support)"),
+            ));
+            Role::Verdict
+        }
+    };
+    let (needs, needs_what) = match &raw.needs {
+        Some(n) => {
+            let at = n.referenced.line() as usize;
+            match &n.value {
+                RawNeeds::Expr(e) => {
+                    let spanned = Spanned {
+                        value: e.clone(),
+                        referenced: n.referenced,
+                        defined: n.defined,
+                    };
+                    let compiled = compile(file, content_line(text, &spanned), "needs", e);
+                    (keep(&mut errs, compiled), None)
+                }
+                RawNeeds::Described(d) => {
+                    if d.what.trim().is_empty() {
+                        errs.push(err(file, at, "needs.what is empty"));
+                    }
+                    let compiled = compile(file, at + 1, "needs.when", &d.when);
+                    (keep(&mut errs, compiled), Some(d.what.trim().to_string()))
+                }
+            }
+        }
+        None => (None, None),
+    };
+    let when = keep(
+        &mut errs,
+        compile(file, content_line(text, &raw.when), "when", &raw.when.value),
+    );
+    let mut evidence = Vec::new();
+    for (name, e) in &raw.evidence {
+        let compiled = compile(
+            file,
+            content_line(text, e),
+            &format!("evidence {name}"),
+            &e.value,
+        );
+        if let Some(c) = keep(&mut errs, compiled) {
+            evidence.push((name.clone(), c));
+        }
+    }
+    let mut rules_out = Vec::new();
+    for r in &raw.rules_out {
+        let c = keep(&mut errs, parse_class(file, &r.class, false));
+        if c.is_some() && c == class {
+            errs.push(err(
+                file,
+                r.class.referenced.line() as usize,
+                format!(
+                    "a {} rule cannot rule out its own class",
+                    class.map_or("", Class::as_str)
+                ),
+            ));
+        }
+        let because = template(
+            file,
+            content_line(text, &r.because),
+            "because",
+            &r.because.value,
+        );
+        if let (Some(c), Some(because)) = (c, keep(&mut errs, because)) {
+            rules_out.push(RuleOut { class: c, because });
+        }
+    }
+    let summary = keep(
+        &mut errs,
+        template(
+            file,
+            content_line(text, &raw.summary),
+            "summary",
+            raw.summary.value.trim(),
+        ),
+    );
+    let mut next = Vec::new();
+    for n in &raw.next {
+        let t = template(file, content_line(text, n), "next", n.value.trim());
+        if let Some(t) = keep(&mut errs, t) {
+            next.push(t);
+        }
+    }
+    if raw.explain.value.trim().is_empty() {
+        errs.push(err(file, line(&raw.explain), "explain is empty"));
+    }
+    // Without its subject kinds a rule's expressions cannot be checked (the variables they see
+    // depend on them). Anything else already found wrong gets a placeholder, so that the
+    // expressions are still checked against the fact model: every problem is reported at once.
+    let Some(subjects) = subjects else {
+        return Err(errs);
+    };
+    let class = class.unwrap_or(Class::OutOfScope);
+    let severity = severity.unwrap_or(Severity::Warning);
+    let rung = rung.unwrap_or(Rung::ALL[0]);
+    let when = match when {
+        Some(w) => w,
+        None => match compile(file, 1, "when", "false") {
+            Ok(placeholder) => placeholder,
+            Err(e) => return Err(vec![e]),
+        },
+    };
+    let summary = summary.unwrap_or_else(|| Template {
+        source: String::new(),
+        parts: Vec::new(),
+    });
+    let rule = Rule {
+        id,
+        class,
+        severity,
+        subjects,
+        rung,
+        component,
+        confidence,
+        role,
+        needs,
+        needs_what,
+        when,
+        evidence,
+        rules_out,
+        summary,
+        next,
+        explain: raw.explain.value.trim_end().to_string(),
+        references: raw.references,
+        file: file.to_string(),
+        bundled,
+    };
+    errs.extend(check_rule_all(&rule, world));
+    if errs.is_empty() { Ok(rule) } else { Err(errs) }
+}
+
+/// The subject kinds of a rule: exact kind names (no aliases), not `Source`, all seeing the same
+/// variables.
+fn subjects(file: &str, subject: &Spanned<OneOrMany>) -> Result<Vec<SubjectKind>, RuleError> {
+    let subject_line = subject.referenced.line() as usize;
+    let names: Vec<String> = match &subject.value {
         OneOrMany::One(s) => vec![s.clone()],
         OneOrMany::Many(v) => v.clone(),
     };
@@ -366,186 +608,5 @@ pub fn load_one(
             "subject kinds of one rule must see the same variables (e.g. ValidatingWebhook and MutatingWebhook)",
         ));
     }
-    let rung = Rung::ALL
-        .into_iter()
-        .find(|r| r.as_str() == raw.rung.value)
-        .ok_or_else(|| {
-            err(
-                file,
-                line(&raw.rung),
-                format!(
-                    "unknown rung {:?} (one of {})",
-                    raw.rung.value,
-                    Rung::ALL.map(|r| r.as_str()).join(", ")
-                ),
-            )
-        })?;
-    let component = match &raw.component {
-        None => Component::KubeApiserver,
-        Some(c) => Component::ALL
-            .into_iter()
-            .find(|k| k.as_str() == c.value)
-            .ok_or_else(|| {
-                err(
-                    file,
-                    line(c),
-                    format!(
-                        "unknown component {:?} (one of {})",
-                        c.value,
-                        Component::ALL.map(|k| k.as_str()).join(", ")
-                    ),
-                )
-            })?,
-    };
-    // The extension API server is met only through an APIService: its steps are an APIService's
-    // (or a request's through one), and an APIService's authn/authz are always its steps —
-    // kube-apiserver authenticates users, never APIServices.
-    let component_line = raw.component.as_ref().map_or(line(&raw.rung), line);
-    if component == Component::ExtensionApiserver
-        && !subjects
-            .iter()
-            .all(|k| matches!(k, SubjectKind::ApiService | SubjectKind::Request))
-    {
-        return Err(err(
-            file,
-            component_line,
-            "component: extension_apiserver is for APIService and Request rules (the extension API server is reached through an APIService)",
-        ));
-    }
-    if component == Component::KubeApiserver
-        && matches!(rung, Rung::Authn | Rung::Authz)
-        && subjects.contains(&SubjectKind::ApiService)
-    {
-        return Err(err(
-            file,
-            component_line,
-            format!(
-                "an APIService's {rung} is the extension API server's (front-proxy authentication, delegated authorization): add `component: extension_apiserver`"
-            ),
-        ));
-    }
-    let confidence = match &raw.confidence {
-        Some(c) if !(c.value > 0.0 && c.value <= 1.0) => {
-            return Err(err(
-                file,
-                c.referenced.line() as usize,
-                format!("confidence {} is outside (0, 1]", c.value),
-            ));
-        }
-        Some(c) => c.value,
-        None => 0.8,
-    };
-    let role = match raw.role.as_ref().map(|r| r.value.as_str()) {
-        None | Some("verdict") => Role::Verdict,
-        Some("support") => Role::Support,
-        Some(other) => {
-            return Err(err(
-                file,
-                raw.role.as_ref().map_or(0, line),
-                format!("unknown role {other:?} (verdict, support)"),
-            ));
-        }
-    };
-    let (needs, needs_what) = match &raw.needs {
-        Some(n) => {
-            let at = n.referenced.line() as usize;
-            match &n.value {
-                RawNeeds::Expr(e) => {
-                    let spanned = Spanned {
-                        value: e.clone(),
-                        referenced: n.referenced,
-                        defined: n.defined,
-                    };
-                    (
-                        Some(compile(file, content_line(text, &spanned), "needs", e)?),
-                        None,
-                    )
-                }
-                RawNeeds::Described(d) => {
-                    if d.what.trim().is_empty() {
-                        return Err(err(file, at, "needs.what is empty"));
-                    }
-                    (
-                        Some(compile(file, at + 1, "needs.when", &d.when)?),
-                        Some(d.what.trim().to_string()),
-                    )
-                }
-            }
-        }
-        None => (None, None),
-    };
-    let when = compile(file, content_line(text, &raw.when), "when", &raw.when.value)?;
-    let mut evidence = Vec::new();
-    for (name, e) in &raw.evidence {
-        evidence.push((
-            name.clone(),
-            compile(
-                file,
-                content_line(text, e),
-                &format!("evidence {name}"),
-                &e.value,
-            )?,
-        ));
-    }
-    let mut rules_out = Vec::new();
-    for r in &raw.rules_out {
-        let c = parse_class(file, &r.class, false)?;
-        if c == class {
-            return Err(err(
-                file,
-                r.class.referenced.line() as usize,
-                format!("a {class} rule cannot rule out its own class"),
-            ));
-        }
-        rules_out.push(RuleOut {
-            class: c,
-            because: template(
-                file,
-                content_line(text, &r.because),
-                "because",
-                &r.because.value,
-            )?,
-        });
-    }
-    let summary = template(
-        file,
-        content_line(text, &raw.summary),
-        "summary",
-        raw.summary.value.trim(),
-    )?;
-    let mut next = Vec::new();
-    for n in &raw.next {
-        next.push(template(
-            file,
-            content_line(text, n),
-            "next",
-            n.value.trim(),
-        )?);
-    }
-    if raw.explain.value.trim().is_empty() {
-        return Err(err(file, line(&raw.explain), "explain is empty"));
-    }
-    let rule = Rule {
-        id,
-        class,
-        severity,
-        subjects,
-        rung,
-        component,
-        confidence,
-        role,
-        needs,
-        needs_what,
-        when,
-        evidence,
-        rules_out,
-        summary,
-        next,
-        explain: raw.explain.value.trim_end().to_string(),
-        references: raw.references,
-        file: file.to_string(),
-        bundled,
-    };
-    check_rule(&rule, world)?;
-    Ok(rule)
+    Ok(subjects)
 }

@@ -27,9 +27,10 @@ use super::diagnosis::{Class, Component, Severity, SubjectKind};
 use crate::bundle::Rung;
 pub use template::Template;
 
-/// A rule that could not be loaded: the file, the line, what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
+/// A rule that could not be loaded: the file, the line, what is wrong. Shown as
+/// `file:line: message`, or `file: message` when the problem is the whole file (line 0): an editor
+/// jumping to `:0:` finds nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleError {
     /// The rule file (a repository path for bundled rules).
     pub file: String,
@@ -38,6 +39,18 @@ pub struct RuleError {
     /// What is wrong.
     pub message: String,
 }
+
+impl std::fmt::Display for RuleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for RuleError {}
 
 /// Whether a rule may decide a verdict or only support one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -189,6 +189,7 @@ fn validate(raw: RawFile, path: &str) -> Result<Waivers, WaiverError> {
         let date = parse_date(&expires.value)
             .map_err(|m| invalid(expires.referenced.line(), format!("{place}: {m}")))?;
         waivers.push(Waiver {
+            rule_line: rule.referenced.line(),
             rule: rule.value,
             subject: pattern,
             reason: reason.value.trim().to_string(),
@@ -197,6 +198,33 @@ fn validate(raw: RawFile, path: &str) -> Result<Waivers, WaiverError> {
         });
     }
     Ok(Waivers { waivers })
+}
+
+/// Check that every waiver's rule (other than `*`) is one of the rules loaded: a waiver naming a
+/// rule that does not exist waives nothing, and would only be noticed as `unmatched` after the
+/// collection, so it is an error, like `--rule nosuch`. `path` is only used in messages.
+///
+/// # Errors
+/// [`WaiverError::Invalid`] at the line of the first unknown rule id.
+pub fn check_rule_ids(
+    waivers: &Waivers,
+    path: &str,
+    is_rule: impl Fn(&str) -> bool,
+) -> Result<(), WaiverError> {
+    for (i, w) in waivers.waivers.iter().enumerate() {
+        if w.rule != "*" && !is_rule(&w.rule) {
+            return Err(WaiverError::Invalid {
+                path: path.to_string(),
+                line: w.rule_line,
+                message: format!(
+                    "waivers[{i}]: rule {:?}: no such rule (`kubectl extpath rules list` lists them; \
+                     \"*\" waives every rule on the subject)",
+                    w.rule
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn is_rule_id(s: &str) -> bool {

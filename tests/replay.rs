@@ -109,6 +109,12 @@ fn a_mismatch_is_a_failed_row_naming_subject_expectation_and_verdict_and_exit_1(
     let (code, stdout, stderr) = replay(&[file, "--color", "never"]);
     assert_eq!(code, 1, "{stderr}");
     insta::assert_snapshot!("replay_failed_table", without_times(&stdout));
+    assert!(
+        stdout.lines().any(|l| l.contains(
+            "expected Storage, got Aggregation (critical) — APIService v1alpha1.wardle.example.com points at Service wardle-system/api, which does not exist"
+        )),
+        "piped output is not wrapped, so grep finds a whole mismatch: {stdout}"
+    );
 
     let (code, stdout, _) = replay(&[file, "-o", "json"]);
     assert_eq!(code, 1);

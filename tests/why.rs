@@ -673,6 +673,14 @@ async fn a_403_is_auth_and_a_warning() {
     let (r, _) = why(&server, &gate).await;
     assert_eq!(r.code, 1, "--fail-on warning counts it");
     insta::assert_snapshot!("auth_forbidden", redact(&r.stdout));
+    // Piped output is not wrapped: grep finds the whole denial on one line.
+    assert!(
+        r.stdout.lines().any(|l| l.contains(
+            r#"User "bob" cannot list resource "flunders" in API group "wardle.example.com" in the namespace "wardle-system""#
+        )),
+        "the denial is cut across lines: {}",
+        r.stdout
+    );
 
     // With the user's own token instead of impersonation, the evidence this user may not read
     // becomes gaps, and the verdict is the same.

@@ -17,16 +17,14 @@ use super::run::{ReplayReport, ScenarioOutcome};
 const TABLE_STYLE: TableStyle =
     TableStyle::new().header_separator(LineStyle::none().fill('─').junction('─'));
 
-/// Width when stdout is not a terminal (logs of CI jobs are wide).
-pub const DEFAULT_WIDTH: u16 = 120;
-
 /// How to draw.
 #[derive(Debug, Clone, Copy)]
 pub struct Look {
     /// ANSI colour.
     pub color: bool,
-    /// Line width.
-    pub width: u16,
+    /// Line width on a terminal; `None` (piped) draws every row on one line, so `grep` finds
+    /// a whole expectation.
+    pub width: Option<u16>,
     /// Every verdict under the table.
     pub verbose: bool,
 }
@@ -93,8 +91,13 @@ pub fn table(report: &ReplayReport, look: Look, out: &mut dyn Write) -> std::io:
     let mut t = Table::new();
     t.force_no_tty()
         .load_style(TABLE_STYLE)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(look.width);
+        .set_content_arrangement(match look.width {
+            Some(_) => ContentArrangement::Dynamic,
+            None => ContentArrangement::Disabled,
+        });
+    if let Some(w) = look.width {
+        t.set_width(w);
+    }
     if look.color {
         t.enforce_styling().style_text_only();
     }

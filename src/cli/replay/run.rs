@@ -216,7 +216,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
             let opts = crate::report::RenderOptions::for_stdout(args.color, false);
             let look = render::Look {
                 color: opts.color,
-                width: opts.width.unwrap_or(render::DEFAULT_WIDTH),
+                width: opts.width,
                 verbose: args.verbose,
             };
             render::table(&report, look, &mut out)?;

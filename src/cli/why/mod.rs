@@ -35,7 +35,7 @@ use crate::collect::{Fetcher, connect};
 use crate::engine::SubjectKind;
 use crate::engine::waivers::gate_severity;
 use crate::engine::{Diagnosis, Severity, Verdict};
-use crate::report::{ColorChoice, DEFAULT_WIDTH, Format, RenderOptions};
+use crate::report::{ColorChoice, Format, RenderOptions};
 
 /// Output of `why`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -260,7 +260,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
             let ro = RenderOptions::for_stdout(args.color, false);
             let opts = view::ViewOptions {
                 color: ro.color,
-                width: usize::from(ro.width.unwrap_or(DEFAULT_WIDTH)),
+                width: ro.effective_width(),
             };
             view::render(&mut out, &inv, &path, &other, verdict, &d, opts)?;
         }

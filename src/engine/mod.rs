@@ -31,6 +31,7 @@ pub mod rules;
 pub mod ruletest;
 pub mod settings;
 pub mod subjects;
+pub mod unproven;
 pub mod waivers;
 
 pub use diagnosis::*;
@@ -50,6 +51,7 @@ pub fn analyze(
     settings: &Settings,
     filter: &Filter,
 ) -> Diagnosis {
-    let evaluation = eval::evaluate(bundle, rules, settings, filter);
-    classify::classify(&evaluation, rules, bundle, filter)
+    let bundle = unproven::without_unproven_health(bundle);
+    let evaluation = eval::evaluate(&bundle, rules, settings, filter);
+    classify::classify(&evaluation, rules, &bundle, filter)
 }

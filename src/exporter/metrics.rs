@@ -16,7 +16,9 @@ use crate::promtext::{Bucket, MetricFamily, MetricKind, MetricSeries, MetricValu
 
 /// Upper bounds of `extpath_scan_duration_seconds`: a scan is about one `--window` (10 s by
 /// default) plus a few round trips, bounded by `--timeout` (60 s by default).
-pub const DURATION_BUCKETS: &[f64] = &[1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0];
+pub const DURATION_BUCKETS: &[f64] = &[
+    1.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 90.0, 120.0,
+];
 
 /// Source label of `extpath_scan_errors_total` for a scan that could not read the API server at
 /// all (unreachable, every read refused, or the client could not be configured).
@@ -399,7 +401,10 @@ mod tests {
                 "probes/delegation/APIService",
             ),
             ("objects/apiservices/v1.foo.io", "objects/apiservices"),
-            ("discovery/apis/wardle.example.com/v1alpha1", "discovery/apis"),
+            (
+                "discovery/apis/wardle.example.com/v1alpha1",
+                "discovery/apis",
+            ),
             ("health/etcd/alarms", "health/etcd/alarms"),
             ("metrics/apiserver", "metrics/apiserver"),
             ("file:/tmp/x.yaml", "file"),

@@ -206,7 +206,10 @@ mod tests {
         let i = Duration::from_secs(60);
         for _ in 0..1000 {
             let j = jittered(i);
-            assert!(j >= Duration::from_secs(54) && j <= Duration::from_secs(66), "{j:?}");
+            assert!(
+                j >= Duration::from_secs(54) && j <= Duration::from_secs(66),
+                "{j:?}"
+            );
         }
         let spread: std::collections::BTreeSet<u128> =
             (0..20).map(|_| jittered(i).as_millis()).collect();
@@ -220,7 +223,10 @@ mod tests {
         shared.record(ScanOutcome::Failed("down".into()), Duration::from_secs(2));
         assert!(!shared.ready());
         let text = shared.exposition();
-        assert!(text.contains("extpath_scan_errors_total{source=\"apiserver\"} 1\n"), "{text}");
+        assert!(
+            text.contains("extpath_scan_errors_total{source=\"apiserver\"} 1\n"),
+            "{text}"
+        );
         assert!(text.contains("extpath_scan_overruns_total 1\n"), "{text}");
     }
 }

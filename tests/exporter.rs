@@ -641,3 +641,14 @@ async fn deploy_manifests_are_valid_for_kubectl_and_the_api_types() {
         doc("Service")["metadata"]["name"].as_str().unwrap()
     )));
 }
+
+#[test]
+fn an_exporter_that_can_never_connect_exits_2_with_the_reason() {
+    let f = Files::new();
+    let r = crate::collect::run(f.path(), &["serve", "--listen", "127.0.0.1:0"], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no kubeconfig found"), "{}", r.stderr);
+    let r = crate::collect::run(f.path(), &["serve", "--listen", "nowhere"], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--listen \"nowhere\""), "{}", r.stderr);
+}

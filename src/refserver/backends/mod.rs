@@ -64,15 +64,18 @@ impl std::fmt::Debug for Backends {
 /// `port` 0 picks one.
 fn closed_port(port: u16) -> anyhow::Result<(u16, tokio::net::TcpSocket)> {
     let socket = tokio::net::TcpSocket::new_v4().context("creating a socket")?;
-    // The port of a stopped backend may still have connections in TIME_WAIT.
-    socket.set_reuseaddr(true).context("SO_REUSEADDR")?;
+    if port != 0 {
+        // The port of a stopped backend may still have connections in TIME_WAIT. Only then:
+        // a fresh reservation without SO_REUSEADDR keeps every other socket off the port.
+        socket.set_reuseaddr(true).context("SO_REUSEADDR")?;
+    }
     socket
         .bind(([127, 0, 0, 1], port).into())
         .with_context(|| format!("binding loopback port {port}"))?;
     Ok((socket.local_addr()?.port(), socket))
 }
 
-/// A listener on loopback `port` (0 picks one).
+/// A listener on loopback `port` (0 picks one), with SO_REUSEADDR as `TcpListener::bind` sets it.
 fn listener_on(port: u16) -> anyhow::Result<TcpListener> {
     let socket = tokio::net::TcpSocket::new_v4().context("creating a socket")?;
     socket.set_reuseaddr(true).context("SO_REUSEADDR")?;

@@ -344,7 +344,19 @@ impl RunningServer {
         spec: &scenario::CertSpec,
     ) -> anyhow::Result<()> {
         self.backends
-            .replace_certificate(name, &self.state.pki, spec)
+            .replace_certificate(name, &self.state.pki, spec)?;
+        // As when a rotated extension server restarts: no kept-alive connection survives to
+        // speak with the old certificate.
+        if let Some(port) = self.backend_port(name) {
+            self.state.connections.forget(port);
+        }
+        Ok(())
+    }
+
+    /// How many connections the server's outbound clients (aggregator proxy, availability
+    /// probe, webhook and conversion clients) have opened — each a TCP dial and a TLS handshake.
+    pub fn outbound_connections_opened(&self) -> u64 {
+        self.state.connections.opened()
     }
 
     /// Stop a backend as a crash would (connections dropped, its port refusing new ones) until

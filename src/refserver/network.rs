@@ -11,6 +11,12 @@
 //! expired certificate fail with Go 1.22's `tls: failed to verify certificate: x509: …` — or not
 //! verifying at all (the availability probe, `insecureSkipTLSVerify`). A client certificate (the
 //! front-proxy client certificate) is presented when given.
+//!
+//! Connections are kept alive and reused, as kube-aggregator's and the webhook clients' Go
+//! transports do: an idle HTTP/1.1 connection is pooled under everything that decided how it was
+//! opened (the loopback port the route landed on, the server name, the trust, the client
+//! certificate, the verification clock), so a changed route, caBundle or clock never reuses a
+//! connection opened under the old one, and a backend that stops closes its pooled connections.
 
 use std::sync::{Arc, Mutex};
 
@@ -18,6 +24,7 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::ring;
@@ -224,13 +231,140 @@ pub fn url_of(host: &str, port: u16, path: &str) -> String {
     format!("https://{host}:{port}{path}")
 }
 
-/// Send an HTTPS request (HTTP/1.1, one connection per request) and return the response head
-/// with a streaming body.
+/// What a pooled connection was opened under; a connection is reused only for the same key.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct PoolKey {
+    loopback_port: u16,
+    server_name: String,
+    /// `None`: not verified; otherwise the DER of every root, in order.
+    roots: Option<Vec<Vec<u8>>>,
+    client_cert: Option<Vec<u8>>,
+    clock: jiff::Timestamp,
+}
+
+/// Idle (or busy) HTTP/1.1 senders by what they were opened under. A sender whose response body is
+/// still being streamed is not ready and is skipped; a closed one is dropped when met.
+#[derive(Default)]
+pub struct ConnectionPool {
+    idle: Mutex<std::collections::HashMap<PoolKey, Vec<SendRequest<Full<Bytes>>>>>,
+    opened: std::sync::atomic::AtomicU64,
+}
+
+/// At most this many connections are kept per key (Go's `MaxIdleConnsPerHost` is 2 by default;
+/// kube-apiserver's transports raise it, and the scale scenario probes hundreds of backends at once).
+const POOL_PER_KEY: usize = 64;
+
+impl ConnectionPool {
+    /// How many connections were opened (TCP + TLS handshake) since the server started.
+    pub fn opened(&self) -> u64 {
+        self.opened.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Drop every kept-alive connection to a loopback port.
+    pub fn forget(&self, loopback_port: u16) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.retain(|k, _| k.loopback_port != loopback_port);
+    }
+
+    fn take(&self, key: &PoolKey) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let list = idle.get_mut(key)?;
+        list.retain(|s| !s.is_closed());
+        let i = list.iter().position(SendRequest::is_ready)?;
+        Some(list.swap_remove(i))
+    }
+
+    fn put(&self, key: PoolKey, sender: SendRequest<Full<Bytes>>) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let list = idle.entry(key).or_default();
+        list.retain(|s| !s.is_closed());
+        if list.len() < POOL_PER_KEY {
+            list.push(sender);
+        }
+    }
+}
+
+/// Send an HTTPS request (HTTP/1.1 over a kept-alive connection when one is idle for the same
+/// route and TLS settings) and return the response head with a streaming body.
 ///
 /// # Errors
 /// The cause in Go's words, without the `Op "URL": ` prefix the caller adds.
 pub async fn send(state: &State, out: Outbound<'_>) -> Result<Response<Incoming>, String> {
-    let tcp = connect(state, out.host, out.port).await?;
+    let (shown, target) = route(state, out.host, out.port)?;
+    let Some(loopback_port) = target else {
+        return Err(format!("dial tcp {shown}: connect: connection refused"));
+    };
+    let key = PoolKey {
+        loopback_port,
+        server_name: out.server_name.to_string(),
+        roots: match &out.trust {
+            Trust::Verify(r) => Some(r.iter().map(|c| c.to_vec()).collect()),
+            Trust::Insecure => None,
+        },
+        client_cert: out
+            .client_cert
+            .and_then(|c| c.chain.first())
+            .map(|c| c.to_vec()),
+        clock: state.pki.clock,
+    };
+    let request = || {
+        let mut req = Request::builder()
+            .method(out.method)
+            .uri(out.path)
+            .header(http::header::HOST, format!("{}:{}", out.host, out.port));
+        for (k, v) in &out.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        req.body(Full::new(out.body.clone()))
+            .map_err(|e| e.to_string())
+    };
+    let go_words = |e: hyper::Error| {
+        if e.is_incomplete_message() || e.is_closed() {
+            "EOF".to_string()
+        } else {
+            e.to_string()
+        }
+    };
+    let (sender, resp) = match state.connections.take(&key) {
+        // A kept-alive connection the backend closed while it sat idle fails before any answer;
+        // like Go's transport, send once more on a new connection.
+        Some(mut pooled) => match pooled.send_request(request()?).await {
+            Ok(resp) => (pooled, resp),
+            Err(_) => {
+                let mut fresh = open(state, &out, &shown, loopback_port).await?;
+                let resp = fresh.send_request(request()?).await.map_err(go_words)?;
+                (fresh, resp)
+            }
+        },
+        None => {
+            let mut fresh = open(state, &out, &shown, loopback_port).await?;
+            let resp = fresh.send_request(request()?).await.map_err(go_words)?;
+            (fresh, resp)
+        }
+    };
+    // Pooled now, while the body streams: the sender turns ready again once the body is read.
+    state.connections.put(key, sender);
+    Ok(resp)
+}
+
+/// Dial, shake hands and start an HTTP/1.1 connection.
+async fn open(
+    state: &State,
+    out: &Outbound<'_>,
+    shown: &str,
+    loopback_port: u16,
+) -> Result<SendRequest<Full<Bytes>>, String> {
+    let refused = format!("dial tcp {shown}: connect: connection refused");
+    let tcp = TcpStream::connect(("127.0.0.1", loopback_port))
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => refused,
+            _ => format!("dial tcp {shown}: {e}"),
+        })?;
+    state
+        .connections
+        .opened
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let failure = Arc::new(Mutex::new(None));
     let provider = Arc::new(ring::default_provider());
     let schemes = provider
@@ -268,27 +402,13 @@ pub async fn send(state: &State, out: Outbound<'_>) -> Result<Response<Incoming>
                 None => format!("remote error: {e}"),
             },
         )?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .map_err(|e| e.to_string())?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    let mut req = Request::builder()
-        .method(out.method)
-        .uri(out.path)
-        .header(http::header::HOST, format!("{}:{}", out.host, out.port));
-    for (k, v) in &out.headers {
-        req = req.header(k.as_str(), v.as_str());
-    }
-    let req = req.body(Full::new(out.body)).map_err(|e| e.to_string())?;
-    sender.send_request(req).await.map_err(|e| {
-        if e.is_incomplete_message() || e.is_closed() {
-            "EOF".to_string()
-        } else {
-            e.to_string()
-        }
-    })
+    Ok(sender)
 }
 
 /// Go's `Op` for a method in `url.Error` (`Get`, `Post`).

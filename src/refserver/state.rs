@@ -54,6 +54,8 @@ pub struct State {
     /// Every request that reached the server, in arrival order (for tests that prove a client
     /// only reads).
     pub requests: std::sync::Mutex<Vec<LoggedRequest>>,
+    /// The outbound clients' kept-alive connections to backends and webhooks.
+    pub connections: super::network::ConnectionPool,
     /// Set when the server replays a recorded bundle instead of running a scenario.
     pub recorded: std::sync::OnceLock<std::sync::Arc<super::recorded::Recorded>>,
 }
@@ -143,6 +145,7 @@ impl State {
             started: Instant::now(),
             listen_addr: std::sync::OnceLock::new(),
             requests: std::sync::Mutex::new(Vec::new()),
+            connections: Default::default(),
             synthetic_metrics,
             recorded: std::sync::OnceLock::new(),
         }

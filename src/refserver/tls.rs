@@ -161,6 +161,7 @@ pub async fn serve_until_stopped<F, S>(
                 let cfg = config.read().unwrap_or_else(|e| e.into_inner()).clone();
                 let acceptor = tokio_rustls::TlsAcceptor::from(cfg);
                 let make = make.clone();
+                let mut going_away = stop.clone();
                 // The handshake runs in the connection task so a slow client cannot stall accept.
                 connections.spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else { return };
@@ -170,9 +171,20 @@ pub async fn serve_until_stopped<F, S>(
                         .peer_certificates()
                         .map(|c| Arc::new(c.iter().map(|d| d.clone().into_owned()).collect()));
                     let svc = make(chain);
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(svc))
-                        .await;
+                    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                    let conn = builder
+                        .serve_connection_with_upgrades(TokioIo::new(tls), TowerToHyperService::new(svc));
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        () = turned_true(&mut going_away) => {
+                            // Like Go's `Server.Shutdown`: a kept-alive idle connection closes
+                            // (its clients dial again and are refused), a response in flight —
+                            // an open watch — runs to its end.
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
                 });
             }
         }
@@ -192,6 +204,18 @@ pub async fn serve_until_stopped<F, S>(
         let _ = shutdown.changed().await;
     }
     connections.abort_all();
+}
+
+/// Resolves when `flag` is (or turns) true; never, once no one can turn it.
+async fn turned_true(flag: &mut watch::Receiver<bool>) {
+    loop {
+        if *flag.borrow_and_update() {
+            return;
+        }
+        if flag.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 /// The identity a verified client certificate carries: CN as user, O as groups.

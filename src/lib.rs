@@ -11,6 +11,8 @@
 //!   It is the only input of the engine.
 //! * [`promtext`] is the streaming Prometheus text parser shared by import, collection and tests.
 //! * [`pki`] decodes and verifies certificates and generates test PKI; it knows nothing of bundles.
+//! * [`exporter`] is `serve`'s schedule, state and HTTP surface (`/metrics` written with
+//!   [`promtext`]'s writer).
 //! * [`report`] renders a `Diagnosis` as a table, JSON, YAML, Markdown or JUnit XML.
 //! * [`cli`] is the clap surface: one file per subcommand, no domain logic.
 //!
@@ -21,6 +23,7 @@ pub mod bundle;
 pub mod cli;
 pub mod collect;
 pub mod engine;
+pub mod exporter;
 pub mod pki;
 pub mod promtext;
 pub mod refserver;

@@ -20,6 +20,7 @@ mod engine_design;
 mod engine_docs;
 mod engine_rules;
 mod etcd;
+mod exporter;
 mod generalise;
 mod krew;
 mod prometheus;

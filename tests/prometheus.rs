@@ -51,9 +51,10 @@ fn scenario() -> String {
     )
 }
 
-struct Prometheus {
+/// A real Prometheus on an ephemeral port, killed on drop (also used by `exporter`).
+pub(crate) struct Prometheus {
     daemon: Daemon,
-    url: String,
+    pub(crate) url: String,
     http: reqwest::Client,
 }
 
@@ -82,7 +83,12 @@ scrape_configs:
             api = server.addr(),
             etcd = etcd.trim_start_matches("http://"),
         );
-        let config = write(d.path(), "prometheus.yml", &config);
+        Prometheus::start_with(d, &config).await
+    }
+
+    /// Start Prometheus with this configuration file's text, in `d`.
+    pub(crate) async fn start_with(d: tempfile::TempDir, config: &str) -> Self {
+        let config = write(d.path(), "prometheus.yml", config);
         let [port] = free_ports();
         let args: Vec<String> = vec![
             format!("--config.file={}", config.display()),
@@ -117,13 +123,46 @@ scrape_configs:
     }
 
     /// Poll until `query` is at least `at_least`.
-    async fn wait_for(&mut self, query: &str, at_least: f64) {
+    pub(crate) async fn wait_for(&mut self, query: &str, at_least: f64) {
         let (http, url) = (&self.http, &self.url);
         self.daemon
             .wait_until(Duration::from_secs(30), || async move {
                 value(http, url, query).await.is_some_and(|v| v >= at_least)
             })
             .await;
+    }
+
+    /// Poll until `ready` holds for the first element's value of `query` (None: no result).
+    pub(crate) async fn wait_until(&mut self, query: &str, ready: impl Fn(Option<f64>) -> bool) {
+        let (http, url, ready) = (&self.http, &self.url, &ready);
+        self.daemon
+            .wait_until(Duration::from_secs(60), || async move {
+                ready(value(http, url, query).await)
+            })
+            .await;
+    }
+
+    /// The value of `query` now (its first element), if any.
+    pub(crate) async fn value(&self, query: &str) -> Option<f64> {
+        value(&self.http, &self.url, query).await
+    }
+
+    /// The result vector of `query` now, as Prometheus' API returns it.
+    pub(crate) async fn vector(&self, query: &str) -> Vec<Value> {
+        let r: Value = self
+            .http
+            .get(format!(
+                "{}/api/v1/query?query={}",
+                self.url,
+                extpath::collect::fetch::urlencode(query)
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        r["data"]["result"].as_array().cloned().unwrap_or_default()
     }
 }
 

@@ -854,3 +854,42 @@ fn promtool_accepts(text: &str) {
         );
     }
 }
+
+/// A backend stopped at run time refuses connections on its port, and its APIService becomes
+/// unavailable; started again it serves on the same port and the APIService recovers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_stops_and_starts_again_on_its_port() {
+    let text = std::fs::read_to_string(crate::util::repo().join("fixtures/scenarios/healthy.yaml"))
+        .unwrap();
+    let mut server = crate::collect::start_text(&text).await;
+    let port = server.backend_port("wardle").unwrap();
+    let available = async |server: &extpath::refserver::RunningServer| {
+        server.sync_availability().await;
+        let api: kube::Api<
+            k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
+        > = kube::Api::all(kube::Client::new(server.service(), "default"));
+        let a = api.get("v1alpha1.wardle.example.com").await.unwrap();
+        let c = a.status.unwrap().conditions.unwrap();
+        let c = c.iter().find(|c| c.type_ == "Available").unwrap();
+        (c.status.clone(), c.message.clone().unwrap_or_default())
+    };
+    assert_eq!(available(&server).await.0, "True");
+
+    server.stop_backend("wardle").await.unwrap();
+    let refused = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    let (status, message) = available(&server).await;
+    assert_eq!(status, "False");
+    assert!(message.contains("connection refused"), "{message}");
+    assert!(server.stop_backend("wardle").await.is_err());
+
+    server.start_backend("wardle").await.unwrap();
+    assert_eq!(server.backend_port("wardle"), Some(port));
+    tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    assert_eq!(available(&server).await.0, "True");
+    assert!(server.start_backend("wardle").await.is_err());
+}

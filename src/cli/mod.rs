@@ -18,6 +18,7 @@ mod kube_flags;
 mod replay;
 mod rules;
 mod scan;
+mod serve;
 mod version;
 mod why;
 
@@ -96,6 +97,9 @@ enum Command {
     /// Run scenarios on the bundled reference server end to end (`replay --all`), or serve one
     /// (`replay serve SCENARIO`, `replay serve --bundle FILE`).
     Replay(replay::ReplayArgs),
+    /// Run as an exporter: scan every --interval and serve the last diagnosis over HTTP
+    /// (/metrics for Prometheus, /diagnosis, /healthz, /readyz).
+    Serve(Box<serve::ServeArgs>),
     /// Print shell completions (bash, zsh, fish) or the kubectl_complete-extpath shim.
     Completions(completions::CompletionsArgs),
     /// Print the client version, the rules it carries, and the API server's version when it can
@@ -145,6 +149,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Collect(args) => collect::run(*args),
         Command::Why(args) => why::run(*args),
         Command::Replay(args) => replay::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Completions(args) => completions::run(args),
         Command::Version(args) => version::run(*args),
         Command::Complete(args) => completions::run_complete(args),

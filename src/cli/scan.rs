@@ -62,14 +62,28 @@ async fn collect_demo(
     Ok(bundle)
 }
 
+/// One scan of the cluster: collect, then classify with `prepared` — what `scan` prints and what
+/// `serve` repeats. Exit-code errors as [`collect_bundle`] gives them (3: unreachable).
+pub(crate) async fn scan_cluster(
+    kube: &KubeFlags,
+    collect: &CollectFlags,
+    prepared: &super::analyze::Prepared,
+) -> anyhow::Result<(crate::bundle::EvidenceBundle, crate::engine::Diagnosis)> {
+    let bundle = collect_bundle(kube, collect).await?;
+    let diagnosis = prepared.diagnose(&bundle);
+    Ok((bundle, diagnosis))
+}
+
 pub fn run(args: ScanArgs) -> anyhow::Result<u8> {
     // Rules, settings and waivers are checked before a collection that may take the whole window.
     let prepared = args.analyze.prepare()?;
     let rt = tokio::runtime::Runtime::new()?;
-    let bundle = if args.demo {
-        rt.block_on(collect_demo(&args.collect, &args.kube))?
+    let (bundle, diagnosis) = if args.demo {
+        let bundle = rt.block_on(collect_demo(&args.collect, &args.kube))?;
+        let diagnosis = prepared.diagnose(&bundle);
+        (bundle, diagnosis)
     } else {
-        rt.block_on(collect_bundle(&args.kube, &args.collect))?
+        rt.block_on(scan_cluster(&args.kube, &args.collect, &prepared))?
     };
     if let Some(path) = &args.save_bundle {
         let text = if path.extension().is_some_and(|e| e == "json") {
@@ -80,6 +94,5 @@ pub fn run(args: ScanArgs) -> anyhow::Result<u8> {
         std::fs::write(path, text)
             .map_err(|e| anyhow::anyhow!("{}: cannot write the bundle: {e}", path.display()))?;
     }
-    let diagnosis = prepared.diagnose(&bundle);
     report(&diagnosis, &args.analyze)
 }

@@ -359,6 +359,23 @@ impl RunningServer {
         self.state.connections.opened()
     }
 
+    /// Stop a backend as a crash would (connections dropped, its port refusing new ones) until
+    /// [`start_backend`](Self::start_backend); its Service and endpoints stay as they are.
+    ///
+    /// # Errors
+    /// Unknown backend, or one that is not running.
+    pub async fn stop_backend(&mut self, name: &str) -> anyhow::Result<()> {
+        self.backends.stop(name).await
+    }
+
+    /// Start a stopped backend again on its port.
+    ///
+    /// # Errors
+    /// Unknown backend, one that is running, or one its scenario says is down.
+    pub async fn start_backend(&mut self, name: &str) -> anyhow::Result<()> {
+        self.backends.start(name).await
+    }
+
     /// Let storage operations held by a `hold: true` fault proceed.
     pub fn release_held(&self) {
         self.state.release.send_replace(true);

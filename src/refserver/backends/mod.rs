@@ -4,7 +4,9 @@
 //!
 //! A `down` backend gets a port that is bound but not listening (the socket is kept, so no other
 //! server can take the port), so connecting to it is refused by the kernel, not by a pretend check. Each running backend keeps its TLS configuration swappable
-//! ([`Backends::replace_certificate`]), so a test can break TLS while the server runs.
+//! ([`Backends::replace_certificate`]), so a test can break TLS while the server runs, and can be
+//! stopped and started again on the same port ([`Backends::stop`], [`Backends::start`]): a
+//! crashed pod whose Service keeps its endpoints, then the pod back.
 
 pub mod container_log;
 pub mod delegated;
@@ -34,11 +36,20 @@ pub struct Running {
     _reserved: Option<tokio::net::TcpSocket>,
 }
 
+/// What spawning a backend needs, kept to start one again after [`Backends::stop`].
+struct SpawnContext {
+    scenario: Scenario,
+    pki: Arc<ServerPki>,
+    shutdown: watch::Receiver<bool>,
+    apiserver: delegated::ApiserverHandle,
+}
+
 /// All spawned backends.
 #[derive(Default)]
 pub struct Backends {
     running: BTreeMap<String, Running>,
     logs: BTreeMap<String, Arc<ContainerLog>>,
+    context: Option<SpawnContext>,
 }
 
 impl std::fmt::Debug for Backends {
@@ -50,12 +61,28 @@ impl std::fmt::Debug for Backends {
 }
 
 /// A port that is bound but not listening: connections are refused while it stays reserved.
-fn closed_port() -> anyhow::Result<(u16, tokio::net::TcpSocket)> {
+/// `port` 0 picks one.
+fn closed_port(port: u16) -> anyhow::Result<(u16, tokio::net::TcpSocket)> {
     let socket = tokio::net::TcpSocket::new_v4().context("creating a socket")?;
+    if port != 0 {
+        // The port of a stopped backend may still have connections in TIME_WAIT. Only then:
+        // a fresh reservation without SO_REUSEADDR keeps every other socket off the port.
+        socket.set_reuseaddr(true).context("SO_REUSEADDR")?;
+    }
     socket
-        .bind(([127, 0, 0, 1], 0).into())
-        .context("binding a loopback port")?;
+        .bind(([127, 0, 0, 1], port).into())
+        .with_context(|| format!("binding loopback port {port}"))?;
     Ok((socket.local_addr()?.port(), socket))
+}
+
+/// A listener on loopback `port` (0 picks one), with SO_REUSEADDR as `TcpListener::bind` sets it.
+fn listener_on(port: u16) -> anyhow::Result<TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4().context("creating a socket")?;
+    socket.set_reuseaddr(true).context("SO_REUSEADDR")?;
+    socket
+        .bind(([127, 0, 0, 1], port).into())
+        .with_context(|| format!("binding loopback port {port}"))?;
+    socket.listen(1024).context("listening")
 }
 
 impl Backends {
@@ -80,13 +107,90 @@ impl Backends {
                 shutdown.clone(),
                 log.clone(),
                 apiserver,
+                0,
             )
             .await
             .with_context(|| format!("backend {}", spec.name))?;
             running.insert(spec.name.clone(), r);
             logs.insert(spec.name.clone(), log);
         }
-        Ok(Backends { running, logs })
+        Ok(Backends {
+            running,
+            logs,
+            context: Some(SpawnContext {
+                scenario: scenario.clone(),
+                pki: pki.clone(),
+                shutdown: shutdown.clone(),
+                apiserver: apiserver.clone(),
+            }),
+        })
+    }
+
+    /// Stop a running backend as a crash would: its open connections are dropped and its port,
+    /// kept bound, refuses new ones.
+    ///
+    /// # Errors
+    /// Unknown backend, or one that is not running.
+    pub async fn stop(&mut self, name: &str) -> anyhow::Result<()> {
+        let r = self
+            .running
+            .get_mut(name)
+            .with_context(|| format!("no backend {name}"))?;
+        let task = r
+            .task
+            .take()
+            .with_context(|| format!("backend {name} is not running"))?;
+        task.abort();
+        // Once the task is gone its listener and connections are closed.
+        let _ = task.await;
+        let (_, socket) = closed_port(r.port)?;
+        r._reserved = Some(socket);
+        r.config = None;
+        Ok(())
+    }
+
+    /// Start a stopped backend again on the same port, as its scenario describes it (a fresh
+    /// certificate from the same spec).
+    ///
+    /// # Errors
+    /// Unknown backend, one that is running, or one its scenario says is down.
+    pub async fn start(&mut self, name: &str) -> anyhow::Result<()> {
+        let ctx = self
+            .context
+            .as_ref()
+            .context("these backends were not spawned from a scenario")?;
+        let r = self
+            .running
+            .get_mut(name)
+            .with_context(|| format!("no backend {name}"))?;
+        anyhow::ensure!(r.task.is_none(), "backend {name} is running");
+        let spec = ctx
+            .scenario
+            .backends
+            .iter()
+            .find(|b| b.name == name)
+            .with_context(|| format!("no backend {name} in the scenario"))?;
+        anyhow::ensure!(
+            !spec.behaviour.down,
+            "backend {name} is down in its scenario"
+        );
+        let port = r.port;
+        // Release the reserved port for the new listener.
+        r._reserved = None;
+        let log = self.logs.get(name).cloned().unwrap_or_default();
+        let started = spawn_one(
+            spec,
+            &ctx.scenario,
+            &ctx.pki,
+            ctx.shutdown.clone(),
+            log,
+            &ctx.apiserver,
+            port,
+        )
+        .await
+        .with_context(|| format!("backend {name}"))?;
+        self.running.insert(name.to_string(), started);
+        Ok(())
     }
 
     /// Name → the backend's container log.
@@ -142,6 +246,7 @@ async fn spawn_one(
     shutdown: watch::Receiver<bool>,
     log: Arc<ContainerLog>,
     apiserver: &delegated::ApiserverHandle,
+    port: u16,
 ) -> anyhow::Result<Running> {
     let mut delegation = None;
     if spec.kind == BackendKind::Extension && spec.behaviour.authorize == Authorize::Delegated {
@@ -156,7 +261,7 @@ async fn spawn_one(
     }
     let exited = matches!(delegation, Some((_, delegated::Startup::Exited)));
     if spec.behaviour.down || exited {
-        let (port, socket) = closed_port()?;
+        let (port, socket) = closed_port(port)?;
         return Ok(Running {
             port,
             config: None,
@@ -166,9 +271,7 @@ async fn spawn_one(
     }
     let cert = pki.issue_backend(&spec.certificate)?;
     let config: SharedConfig = Arc::new(RwLock::new(tls::server_config(&cert)?));
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("binding a loopback port")?;
+    let listener = listener_on(port)?;
     let port = listener.local_addr()?.port();
     let task = match spec.kind {
         BackendKind::Extension => {

@@ -21,6 +21,7 @@ mod engine_docs;
 mod engine_rules;
 mod etcd;
 mod generalise;
+mod hostile_server;
 mod krew;
 mod prometheus;
 mod promtext;

@@ -749,3 +749,99 @@ pub fn urlencode(s: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(chunks: &[&[u8]], max_line: usize) -> (Vec<String>, Result<(), FetchError>) {
+        let mut lines = Vec::new();
+        let mut s = LineSplitter::with_max_line(max_line);
+        let mut sink = |l: &str| -> Result<(), FetchError> {
+            lines.push(l.to_string());
+            Ok(())
+        };
+        for c in chunks {
+            if let Err(e) = s.push(c, &mut sink) {
+                return (lines, Err(e));
+            }
+        }
+        let r = s.finish(&mut sink);
+        (lines, r)
+    }
+
+    #[test]
+    fn lines_span_chunks_and_the_last_needs_no_newline() {
+        let (lines, r) = split(&[b"a 1\nb ", b"2", b"\n\nc 3"], 16);
+        r.unwrap();
+        assert_eq!(lines, ["a 1", "b 2", "", "c 3"]);
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_a_cut_whether_or_not_it_ends() {
+        // Without a newline: held no further than the limit.
+        let (lines, r) = split(&[b"ok\n", b"xxxxxx", b"xxxxxx"], 8);
+        assert_eq!(lines, ["ok"]);
+        let e = r.unwrap_err();
+        assert!(
+            matches!(&e, FetchError::Cut(m) if m.starts_with("line 2 is longer than 8 bytes")),
+            "{e}"
+        );
+        // With one, across chunks.
+        let (_, r) = split(&[b"xxxxx", b"xxxxx\n"], 8);
+        assert!(matches!(r, Err(FetchError::Cut(_))));
+        // Exactly the limit is fine.
+        let (lines, r) = split(&[b"xxxx", b"xxxx\n"], 8);
+        r.unwrap();
+        assert_eq!(lines, ["xxxxxxxx"]);
+    }
+
+    #[test]
+    fn a_newline_free_body_costs_linear_time() {
+        // 4 MiB in 4 KiB chunks under a 16 MiB limit: rescanning the pending line on every chunk
+        // would look at ~2 GB; looking at each byte once, 4 MiB.
+        let chunk = vec![b'x'; 4096];
+        let mut s = LineSplitter::with_max_line(16 << 20);
+        let mut sink = |_: &str| -> Result<(), FetchError> { Ok(()) };
+        let started = Instant::now();
+        for _ in 0..1024 {
+            s.push(&chunk, &mut sink).unwrap();
+        }
+        assert_eq!(s.pending.len(), 4 << 20);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn sizes_are_said_in_words() {
+        assert_eq!(size_words(812), "812 bytes");
+        assert_eq!(size_words(1_234_567), "1.2 MB");
+        assert_eq!(size_words(5_000_000_000), "5.0 GB");
+    }
+
+    #[test]
+    fn a_deadline_after_the_headers_says_what_the_body_did() {
+        let p = BodyProgress::default();
+        assert!(matches!(
+            p.timed_out(Duration::from_secs(2)),
+            FetchError::Timeout(_)
+        ));
+        p.headers(200);
+        let e = p.timed_out(Duration::from_secs(2)).to_string();
+        assert!(
+            e.starts_with("HTTP 200, then no byte of the body arrived"),
+            "{e}"
+        );
+        p.got(1_200_000);
+        let e = p.timed_out(Duration::from_secs(2));
+        assert_eq!(e.gap_reason(), GapReason::Timeout);
+        assert!(!e.is_unreachable());
+        assert!(
+            e.to_string().contains("still arriving") && e.to_string().contains("1.2 MB"),
+            "{e}"
+        );
+    }
+}

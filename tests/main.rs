@@ -22,6 +22,7 @@ mod engine_rules;
 mod etcd;
 mod exporter;
 mod generalise;
+mod hostile_server;
 mod krew;
 mod prometheus;
 mod promtext;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::collect::{Files, extpath_run, gaps, start_text};
+use crate::hostile_server::{HostileServer, Mode, StalledTls};
 use crate::util::repo;
 
 /// The shipped ClusterRole's rules without `/metrics`.
@@ -143,4 +144,359 @@ async fn a_hostile_cluster_neither_holds_the_scan_nor_costs_the_other_evidence()
         r.stdout
     );
     server.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One misbehaviour at a time (tests/hostile_server.rs): the real binary, as a child, pointed at a
+// server that answers like a small healthy cluster except on one path. Each scan ends within its
+// `--timeout` plus 2 s, stays under a memory bound read from the child's rusage, names the path
+// that misbehaved as a gap, and keeps what the rest of the server said.
+
+/// `--timeout` of these scans.
+const DEADLINE: Duration = Duration::from_secs(3);
+/// The most resident memory a scan of the hostile server may reach (the healthy one is far
+/// below; a debug build).
+const MEMORY_BOUND_MB: u64 = 300;
+
+/// A finished child: exit code, output, wall time and peak resident memory.
+struct Measured {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+    max_rss_mb: u64,
+}
+
+/// Run `kubectl-extpath ARGS…` as a child in an empty HOME and reap it with `wait4`, whose
+/// rusage gives the child's peak resident memory. A child still running after a minute is killed,
+/// so a hung scan fails the test instead of holding it.
+// The child is reaped by `wait4` (for its rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn run_measured(home: &std::path::Path, args: &[String]) -> Measured {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let started = std::time::Instant::now();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("kubectl-extpath"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is a valid out-parameter; `pid` is our own unreaped child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let _ = tx.send((r, status, usage.ru_maxrss));
+    });
+    let (r, status, max_rss_kb) = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(x) => x,
+        Err(_) => {
+            // SAFETY: the child has not been reaped (wait4 has not returned), so the pid is ours.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            rx.recv().unwrap()
+        }
+    };
+    assert_eq!(r, pid, "wait4 failed");
+    let took = started.elapsed();
+    let code = std::process::ExitStatus::from_raw(status)
+        .code()
+        .unwrap_or(-1);
+    Measured {
+        code,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+        took,
+        max_rss_mb: u64::try_from(max_rss_kb).unwrap_or(0) / 1024,
+    }
+}
+
+/// One hostile scan at a time: their servers write as fast as the scan reads, and two of them at
+/// once on two cores would measure each other.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The scan of `server` (and `extra` flags), as JSON, within [`DEADLINE`].
+async fn scan_hostile(server: &HostileServer, extra: &[&str]) -> (Measured, Value) {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let f = Files::new();
+    let ca = f.write("ca.crt", &server.ca_pem);
+    let timeout = format!("{}s", DEADLINE.as_secs());
+    let mut args: Vec<String> = [
+        "scan",
+        "--server",
+        &server.url(),
+        "--certificate-authority",
+        ca.to_str().unwrap(),
+        "--token",
+        "t",
+        "--window",
+        "0",
+        "--request-timeout",
+        "2s",
+        "--timeout",
+        &timeout,
+        "-o",
+        "json",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let home = f.path().to_path_buf();
+    let m = tokio::task::spawn_blocking(move || run_measured(&home, &args))
+        .await
+        .unwrap();
+    eprintln!(
+        "scan of the hostile server: {:?}, {} MB peak, exit {}",
+        m.took, m.max_rss_mb, m.code
+    );
+    assert!(
+        m.took <= DEADLINE + Duration::from_secs(2),
+        "the scan took {:?} (--timeout {timeout}); stderr: {}",
+        m.took,
+        m.stderr
+    );
+    assert!(
+        m.max_rss_mb < MEMORY_BOUND_MB,
+        "the scan reached {} MB; stderr: {}",
+        m.max_rss_mb,
+        m.stderr
+    );
+    assert!(m.code == 0 || m.code == 1, "exit {}: {}", m.code, m.stderr);
+    let d: Value = serde_json::from_str(&m.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}; stderr: {}", m.stdout, m.stderr));
+    (m, d)
+}
+
+/// The gap of `source`, as `reason: detail`.
+fn gap_of(d: &Value, source: &str) -> String {
+    d["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["source"] == source)
+        .map(|g| {
+            format!(
+                "{}: {}",
+                g["reason"].as_str().unwrap(),
+                g["detail"].as_str().unwrap()
+            )
+        })
+        .unwrap_or_else(|| panic!("no {source} gap in {:?}", gaps(d)))
+}
+
+/// What the healthy rest of the server said is in the diagnosis: the version, both health
+/// checks, the /metrics families (unless `/metrics` is the hostile path), and no gap beyond
+/// `hostile` (and etcd, which the scan was not given).
+fn rest_kept(d: &Value, hostile: &[&str]) {
+    for (source, _) in gaps(d) {
+        assert!(
+            hostile.iter().any(|h| source.starts_with(h)) || source.starts_with("health/etcd"),
+            "only the hostile path is a gap, not {source}: {:?}",
+            gaps(d)
+        );
+    }
+}
+
+/// The bundle the scan saw, written with `--save-bundle`, for what JSON output does not carry.
+async fn scan_bundle(server: &HostileServer, extra: &[&str]) -> (Measured, Value, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.json");
+    let mut all = vec!["--save-bundle", path.to_str().unwrap()];
+    all.extend_from_slice(extra);
+    let (m, d) = scan_hostile(server, &all).await;
+    let b: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (m, d, b)
+}
+
+fn evidence_kept(b: &Value, metrics: bool) {
+    assert_eq!(
+        b["collection"]["server_version"]["git_version"], "v1.31.4-hostile",
+        "the version is kept"
+    );
+    let checks = b["health_checks"].to_string();
+    assert!(
+        checks.contains("readyz") && checks.contains("livez"),
+        "{checks}"
+    );
+    if metrics {
+        assert!(
+            b["metrics"].to_string().contains("apiserver_request_total"),
+            "the /metrics families are kept"
+        );
+    }
+}
+
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_never_ends_is_cut_at_the_request_deadline() {
+    let server = HostileServer::start(CRDS, Mode::EndlessBody).await;
+    let (_, d, b) = scan_bundle(&server, &[]).await;
+    let gap = gap_of(&d, "objects/customresourcedefinitions");
+    assert!(
+        gap.contains("body"),
+        "the gap says the body was the trouble: {gap}"
+    );
+    assert!(!gap.contains("could not be reached"), "{gap}");
+    rest_kept(&d, &["objects/customresourcedefinitions"]);
+    evidence_kept(&b, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_whose_every_body_never_ends_is_not_called_unreachable() {
+    let server = HostileServer::start("/", Mode::EndlessBody).await;
+    let (_, d) = scan_hostile(&server, &[]).await;
+    let g = gaps(&d);
+    for source in ["version", "objects/apiservices", "health/readyz"] {
+        let gap = gap_of(&d, source);
+        assert!(gap.contains("HTTP 200, then"), "{source}: {gap}");
+    }
+    // Its /metrics is one endless line.
+    assert!(gap_of(&d, "metrics/apiserver").contains("cut"), "{g:?}");
+    assert!(!d.to_string().contains("could not be reached"), "{g:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickle_under_a_huge_content_length_is_a_stalled_body() {
+    let target = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+    let server = HostileServer::start(target, Mode::Trickle).await;
+    let (_, d, b) = scan_bundle(&server, &[]).await;
+    let gap = gap_of(&d, "objects/validatingwebhookconfigurations");
+    assert!(
+        gap.starts_with("timeout: HTTP 200, then the body") && gap.contains("bytes"),
+        "the gap says how far the body got: {gap}"
+    );
+    rest_kept(&d, &["objects/validatingwebhookconfigurations"]);
+    evidence_kept(&b, true);
+}
+
+// Collection itself keeps the deadline here (the page's items are decoded one by one, yielding);
+// what is left over is issue 13 §1: no cap on the objects of one list, and analysis and the saved
+// bundle of 200,000 objects outside --timeout (measured: 5.9 s, 475 MB for --timeout 3s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs issue 13 §1: a cap on the objects of one list, analysis under --timeout"]
+async fn a_list_of_200000_items_in_one_page_keeps_the_scan_bounded() {
+    let target = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
+    let server = HostileServer::start(target, Mode::HugeList(200_000)).await;
+    let (_, d, b) = scan_bundle(&server, &[]).await;
+    rest_kept(&d, &["objects/clusterrolebindings"]);
+    evidence_kept(&b, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_nested_100000_deep_is_an_undecodable_answer() {
+    let target = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+    let server = HostileServer::start(target, Mode::DeepJson(100_000)).await;
+    let (_, d, b) = scan_bundle(&server, &[]).await;
+    let gap = gap_of(&d, "objects/mutatingwebhookconfigurations");
+    assert!(gap.contains("undecodable"), "{gap}");
+    rest_kept(&d, &["objects/mutatingwebhookconfigurations"]);
+    evidence_kept(&b, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_page_with_200_is_not_a_list() {
+    let server = HostileServer::start("/apis/flowcontrol", Mode::Html).await;
+    let (_, d, b) = scan_bundle(&server, &[]).await;
+    let gap = gap_of(&d, "objects/flowcontrol");
+    assert!(gap.starts_with("error:"), "{gap}");
+    rest_kept(&d, &["objects/flowcontrol"]);
+    evidence_kept(&b, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_to_itself_is_not_followed_forever() {
+    let server = HostileServer::start("/apis/apiregistration.k8s.io", Mode::RedirectToSelf).await;
+    let (_, d, b) = scan_bundle(&server, &[]).await;
+    let gap = gap_of(&d, "objects/apiservices");
+    assert!(gap.contains("302"), "{gap}");
+    rest_kept(&d, &["objects/apiservices"]);
+    evidence_kept(&b, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_closed_mid_body_is_said_so() {
+    let target = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let server = HostileServer::start(target, Mode::CloseMidBody).await;
+    let (_, d, b) = scan_bundle(&server, &[]).await;
+    let gap = gap_of(&d, "objects/clusterroles");
+    assert!(
+        gap.starts_with("error: HTTP 200, then the connection closed mid-body after"),
+        "{gap}"
+    );
+    rest_kept(&d, &["objects/clusterroles"]);
+    evidence_kept(&b, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_etcd_whose_tls_handshake_never_completes_costs_one_request_timeout() {
+    let server = HostileServer::start("/nothing-misbehaves", Mode::Healthy).await;
+    let etcd = StalledTls::start().await;
+    let url = format!("{}/metrics", etcd.url());
+    let (_, d, b) = scan_bundle(&server, &["--etcd-metrics-url", &url]).await;
+    for source in ["metrics/etcd", "health/etcd"] {
+        let gap = gap_of(&d, source);
+        assert!(gap.starts_with("timeout:"), "{source}: {gap}");
+    }
+    rest_kept(&d, &["metrics/etcd", "health/etcd"]);
+    evidence_kept(&b, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metrics_body_without_a_newline_is_cut_at_the_line_limit() {
+    let server = HostileServer::start("/metrics", Mode::NewlineFreeMetrics).await;
+    let (_, d, b) = scan_bundle(&server, &[]).await;
+    let gap = gap_of(&d, "metrics/apiserver");
+    assert!(
+        gap.contains("is longer than 1.0 MB") && gap.contains("cut"),
+        "{gap}"
+    );
+    rest_kept(&d, &["metrics/apiserver"]);
+    // The lines before the endless one are kept.
+    evidence_kept(&b, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_metrics_body_is_cut_at_the_series_limit() {
+    let server = HostileServer::start("/metrics", Mode::EndlessMetrics).await;
+    let (_, d, b) = scan_bundle(&server, &["--max-series", "20000"]).await;
+    let gap = gap_of(&d, "metrics/apiserver");
+    assert!(gap.contains("more than 20000 series"), "{gap}");
+    rest_kept(&d, &["metrics/apiserver"]);
+    evidence_kept(&b, true);
+    let series: usize = b["metrics"][0]["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["series"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert!(series <= 20_001, "{series} series kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_metrics_body_is_cut_at_the_byte_limit() {
+    let server = HostileServer::start("/metrics", Mode::EndlessMetrics).await;
+    let (_, d, _) = scan_bundle(&server, &["--max-scrape-bytes", "2Mi"]).await;
+    let gap = gap_of(&d, "metrics/apiserver");
+    assert!(gap.contains("passed 2.1 MB (--max-scrape-bytes)"), "{gap}");
+    rest_kept(&d, &["metrics/apiserver"]);
 }

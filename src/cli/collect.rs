@@ -31,6 +31,15 @@ pub struct CollectFlags {
     /// Bound on the whole collection; what has not answered by then is recorded as a gap.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// The most bytes read of one /metrics body (kube-apiserver's or etcd's); a body past it is
+    /// cut there, the series before the cut kept and the cut recorded as a gap. Units: k, M, G
+    /// (1000s) or Ki, Mi, Gi (1024s).
+    #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = parse_size)]
+    pub max_scrape_bytes: u64,
+    /// The most series of the families extpath reads kept from one /metrics scrape; a scrape
+    /// past it is cut there, like --max-scrape-bytes.
+    #[arg(long, value_name = "N", default_value_t = crate::collect::metrics::DEFAULT_MAX_SERIES)]
+    pub max_series: usize,
     /// Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or
     /// `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable).
     #[arg(long = "backend-address", value_name = "SVC.NS=HOST:PORT", value_parser = parse_backend_address)]
@@ -122,6 +131,34 @@ pub struct CollectFlags {
     pub merge: Vec<PathBuf>,
 }
 
+/// `256Mi`, `64M`, `1G`, `1000`: a byte count with an optional decimal (k, M, G) or binary
+/// (Ki, Mi, Gi) unit, and an optional trailing `B`.
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().trim_end_matches('B');
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a byte count such as 256Mi, 64M or 1000000"))?;
+    let mult: u64 = match unit {
+        "" => 1,
+        "k" | "K" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown unit {unit:?} (use k, M, G, Ki, Mi or Gi)"
+            ));
+        }
+    };
+    n.checked_mul(mult)
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{s:?}: expected a byte count above zero"))
+}
+
 fn parse_time(s: &str) -> Result<jiff::Timestamp, String> {
     s.parse::<jiff::Timestamp>()
         .map_err(|e| format!("{s:?}: expected an RFC 3339 time such as 2026-01-02T03:04:05Z ({e})"))
@@ -210,6 +247,10 @@ impl CollectFlags {
                 apiserver_selector: self.prometheus_apiserver_selector.clone(),
                 etcd_selector: self.prometheus_etcd_selector.clone(),
             }),
+            scrape_limits: crate::collect::metrics::ScrapeLimits {
+                max_bytes: self.max_scrape_bytes,
+                max_series: self.max_series,
+            },
         }
     }
 }
@@ -378,5 +419,25 @@ fn humantime_short(d: Duration) -> String {
         (0, s, ms) => format!("{s}.{ms:03}s"),
         (m, 0, _) => format!("{m}m"),
         (m, s, _) => format!("{m}m{s}s"),
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_take_decimal_and_binary_units() {
+        assert_eq!(parse_size("256Mi"), Ok(256 << 20));
+        assert_eq!(parse_size("64M"), Ok(64_000_000));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert!(parse_size("0").is_err());
+        assert!(
+            parse_size("12 parsecs")
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(parse_size("Mi").is_err());
     }
 }

@@ -2,8 +2,10 @@
 //! server. The API server is reached through kube's client and its kubeconfig ([`super::Fetcher`]);
 //! these are reached with reqwest and the files the user names on the command line.
 //!
-//! Same contract as [`super::Fetcher`]: every request is bounded (`--request-timeout` to the
-//! headers, four times that for a streamed body), failures are classified into [`FetchError`] so
+//! Same contract as [`super::Fetcher`]: every request is bounded (`--request-timeout` for the
+//! whole answer, body included; four times that for a streamed body), every body is bounded in
+//! size, body loops yield after every chunk so a deadline fires however fast the chunks come,
+//! failures are classified into [`FetchError`] so
 //! they become gaps with a reason, and long bodies are fed line by line, never held whole. Building
 //! the client reads the certificate, key, CA and token files; a file that cannot be read or parsed
 //! is a [`SetupError`] naming the flag and the file — an input error, reported before anything is
@@ -17,7 +19,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::fetch::{FetchError, LineSplitter, error_chain};
+use super::fetch::{
+    BodyProgress, FetchError, LineLimits, LineSplitter, MAX_RESPONSE_BYTES, bytes_cut, error_chain,
+};
 
 /// A file or value given on the command line that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -213,18 +217,24 @@ impl HttpEndpoint {
         &self,
         req: reqwest::RequestBuilder,
     ) -> Result<(u16, bytes::Bytes), FetchError> {
+        let progress = BodyProgress::default();
         let fut = async {
-            let res = self.send(req).await?;
+            let mut res = self.send(req).await?;
             let status = res.status().as_u16();
-            let body = res
-                .bytes()
-                .await
-                .map_err(|e| FetchError::Transport(error_chain(&e)))?;
-            Ok((status, body))
+            progress.headers(status);
+            let mut body = bytes::BytesMut::new();
+            while let Some(chunk) = res.chunk().await.map_err(|e| progress.cut(&e))? {
+                tokio::task::consume_budget().await;
+                if progress.got(chunk.len()) > MAX_RESPONSE_BYTES {
+                    return Err(progress.too_large(MAX_RESPONSE_BYTES));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok((status, body.freeze()))
         };
         tokio::time::timeout(self.request_timeout, fut)
             .await
-            .map_err(|_| FetchError::Timeout(self.request_timeout))?
+            .map_err(|_| progress.timed_out(self.request_timeout))?
     }
 
     /// GET a URL; any status is an answer.
@@ -272,16 +282,22 @@ impl HttpEndpoint {
         self.exchange(req).await
     }
 
-    /// GET and feed the body to `on_line` one line at a time, without holding it whole.
-    /// Non-2xx is an error.
+    /// GET and feed the body to `on_line` one line at a time, without holding it whole, within
+    /// `limits`. Non-2xx is an error.
     ///
     /// # Errors
-    /// [`FetchError`] for transport failures and non-2xx statuses; an error from `on_line` is
-    /// returned as [`FetchError::Decode`].
-    pub async fn get_lines<F>(&self, url: &str, mut on_line: F) -> Result<(), FetchError>
+    /// [`FetchError`] for transport failures and non-2xx statuses; [`FetchError::Cut`] at a limit;
+    /// an error from `on_line` is returned as it is.
+    pub async fn get_lines<F>(
+        &self,
+        url: &str,
+        limits: LineLimits,
+        mut on_line: F,
+    ) -> Result<(), FetchError>
     where
-        F: FnMut(&str) -> Result<(), String>,
+        F: FnMut(&str) -> Result<(), FetchError>,
     {
+        let progress = BodyProgress::default();
         let fut = async {
             let req = self
                 .client
@@ -289,16 +305,24 @@ impl HttpEndpoint {
                 .header("accept", "text/plain;version=0.0.4, */*");
             let mut res = self.send(req).await?;
             let status = res.status().as_u16();
+            progress.headers(status);
             if !(200..300).contains(&status) {
-                let body = res.bytes().await.unwrap_or_default();
+                let mut body = Vec::new();
+                while let Ok(Some(chunk)) = res.chunk().await {
+                    tokio::task::consume_budget().await;
+                    body.extend_from_slice(&chunk);
+                    if body.len() > 64 << 10 {
+                        break;
+                    }
+                }
                 return Err(FetchError::status_with_body(status, &body));
             }
-            let mut lines = LineSplitter::default();
-            while let Some(chunk) = res
-                .chunk()
-                .await
-                .map_err(|e| FetchError::Transport(error_chain(&e)))?
-            {
+            let mut lines = LineSplitter::with_max_line(limits.max_line);
+            while let Some(chunk) = res.chunk().await.map_err(|e| progress.cut(&e))? {
+                tokio::task::consume_budget().await;
+                if progress.got(chunk.len()) > limits.max_bytes {
+                    return Err(bytes_cut(limits));
+                }
                 lines.push(&chunk, &mut on_line)?;
             }
             lines.finish(&mut on_line)
@@ -307,7 +331,7 @@ impl HttpEndpoint {
         // still has a bound.
         tokio::time::timeout(self.request_timeout * 4, fut)
             .await
-            .map_err(|_| FetchError::Timeout(self.request_timeout * 4))?
+            .map_err(|_| progress.timed_out(self.request_timeout * 4))?
     }
 }
 

@@ -31,7 +31,6 @@ use super::fetch::FetchError;
 use crate::bundle::metrics::default_selection;
 use crate::bundle::observations::{Component, HealthEndpoint};
 use crate::bundle::{HealthCheck, HealthCheckItem};
-use crate::promtext::{self, MetricFamily};
 
 /// Gap source of etcd's `/metrics`.
 pub const GAP_METRICS: &str = "metrics/etcd";
@@ -124,17 +123,17 @@ impl Etcd {
     ///
     /// # Errors
     /// [`FetchError`] when the endpoint cannot be read or does not parse.
-    pub async fn scrape(&self) -> Result<Vec<MetricFamily>, FetchError> {
+    pub async fn scrape(
+        &self,
+        limits: super::metrics::ScrapeLimits,
+    ) -> Result<super::metrics::Scraped, FetchError> {
         let selection = default_selection();
-        let mut parser = promtext::Parser::new(&selection);
-        self.http
-            .get_lines(&self.metrics_url, |line| {
-                parser.push_line(line).map_err(|e| e.to_string())
-            })
-            .await?;
-        parser
-            .finish()
-            .map_err(|e| FetchError::Decode(e.to_string()))
+        let mut parser = super::metrics::ScrapeParser::new(&selection, limits);
+        let read = self
+            .http
+            .get_lines(&self.metrics_url, limits.lines(), |line| parser.line(line))
+            .await;
+        parser.finish(read)
     }
 
     /// `/health`.

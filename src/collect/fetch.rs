@@ -5,7 +5,16 @@
 //! can turn them into a gap with a reason (403 → forbidden, 404 → not served, deadline → timeout,
 //! connection failure → unreachable). Lists are paginated with `limit`/`continue`. Long bodies
 //! (`/metrics`) are streamed line by line and never held whole.
+//!
+//! A server may send anything, so every deadline covers the whole body, not just the headers, and
+//! every body is bounded: a JSON answer by [`MAX_RESPONSE_BYTES`], a streamed one by its
+//! [`LineLimits`] (the longest line and the most bytes). Body loops yield to the scheduler after
+//! every frame (`consume_budget`): a body that is always ready — a fast, endless one — would
+//! otherwise never let a deadline fire. When the headers arrived and the body did not, the error
+//! says so ([`FetchError::Body`]: stalled, still arriving, cut mid-body), because such a server is
+//! not one that "could not be reached".
 
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -106,6 +115,201 @@ pub enum FetchError {
     /// A response arrived but could not be decoded.
     #[error("undecodable response: {0}")]
     Decode(String),
+    /// The headers arrived, the whole body did not: it stalled, was still arriving at the
+    /// deadline, was cut mid-body, or passed its size limit.
+    #[error("HTTP {status}, then {what}")]
+    Body {
+        /// HTTP status of the headers that did arrive.
+        status: u16,
+        /// What happened to the body, in words.
+        what: String,
+        /// Whether a deadline ended it (the gap reason is then a timeout).
+        timed_out: bool,
+    },
+    /// A streamed body was cut at one of its [`LineLimits`] (or a caller's limit): what was read
+    /// before the cut is sound, and the caller may keep it.
+    #[error("{0}")]
+    Cut(String),
+}
+
+/// The most bytes one non-streamed answer (a page of a list, a discovery document, a health
+/// report) may bring. A page of 500 objects is a few megabytes on real clusters; past this the
+/// server is not sending what was asked.
+pub const MAX_RESPONSE_BYTES: u64 = 128 << 20;
+
+/// A byte count in words: `812 bytes`, `1.2 MB`, `5.0 GB` (decimal units, as `curl` prints).
+pub fn size_words(n: u64) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    let f = n as f64;
+    match n {
+        0..1_000 => format!("{n} bytes"),
+        1_000..1_000_000 => format!("{:.1} kB", f / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} MB", f / 1e6),
+        _ => format!("{:.1} GB", f / 1e9),
+    }
+}
+
+/// How far a response got, shared between the future reading it and the code that reports its
+/// deadline (which drops that future, so it cannot ask it).
+pub struct BodyProgress {
+    started: Instant,
+    /// HTTP status once the headers arrived; 0 before.
+    status: AtomicU16,
+    received: AtomicU64,
+    /// When the last byte arrived, ms after `started`.
+    last_byte_ms: AtomicU64,
+}
+
+impl Default for BodyProgress {
+    fn default() -> Self {
+        BodyProgress {
+            started: Instant::now(),
+            status: AtomicU16::new(0),
+            received: AtomicU64::new(0),
+            last_byte_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+impl BodyProgress {
+    /// The headers arrived with `status`.
+    pub fn headers(&self, status: u16) {
+        self.status.store(status, Ordering::Relaxed);
+        self.touch();
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_byte_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// `n` more bytes of the body arrived; the total so far.
+    pub fn got(&self, n: usize) -> u64 {
+        self.touch();
+        self.received.fetch_add(n as u64, Ordering::Relaxed) + n as u64
+    }
+
+    /// Bytes of the body received so far.
+    pub fn received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
+
+    fn body_error(&self, what: String, timed_out: bool) -> FetchError {
+        FetchError::Body {
+            status: self.status.load(Ordering::Relaxed),
+            what,
+            timed_out,
+        }
+    }
+
+    /// The error for `timeout` having passed: no response at all, or a body that stalled or
+    /// was still arriving.
+    pub fn timed_out(&self, timeout: Duration) -> FetchError {
+        if self.status.load(Ordering::Relaxed) == 0 {
+            return FetchError::Timeout(timeout);
+        }
+        let received = self.received();
+        let elapsed = self.started.elapsed();
+        let idle = elapsed.saturating_sub(Duration::from_millis(
+            self.last_byte_ms.load(Ordering::Relaxed),
+        ));
+        // Quiet for a quarter of the deadline (at most a second) is a stall, not a slow link.
+        let what = if received == 0 {
+            format!("no byte of the body arrived within {timeout:?}")
+        } else if idle >= (timeout / 4).min(Duration::from_secs(1)) {
+            format!(
+                "the body stalled after {} (nothing more for {:.1}s; deadline {timeout:?})",
+                size_words(received),
+                idle.as_secs_f64()
+            )
+        } else {
+            format!(
+                "the body was still arriving when the {timeout:?} deadline passed ({} received)",
+                size_words(received)
+            )
+        };
+        self.body_error(what, true)
+    }
+
+    /// The error for a body that ended in a transport error (the connection closed or reset).
+    pub fn cut(&self, e: &(dyn std::error::Error + 'static)) -> FetchError {
+        self.body_error(
+            format!(
+                "the connection closed mid-body after {} ({})",
+                size_words(self.received()),
+                error_chain(e)
+            ),
+            false,
+        )
+    }
+
+    /// The error for a body past `limit` bytes.
+    pub fn too_large(&self, limit: u64) -> FetchError {
+        self.body_error(
+            format!(
+                "the body passed the {} limit on one answer and was dropped",
+                size_words(limit)
+            ),
+            false,
+        )
+    }
+}
+
+/// Read a whole body of at most `limit` bytes, reporting to `progress`, yielding after every
+/// frame so the caller's deadline can fire however fast the frames come.
+///
+/// # Errors
+/// [`FetchError::Body`] when the connection fails mid-body or the body passes `limit`.
+pub async fn read_body<B>(
+    mut body: B,
+    limit: u64,
+    progress: &BodyProgress,
+) -> Result<Bytes, FetchError>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: std::error::Error + 'static,
+{
+    let mut buf = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        tokio::task::consume_budget().await;
+        let frame = frame.map_err(|e| progress.cut(&e))?;
+        if let Ok(data) = frame.into_data() {
+            if progress.got(data.len()) > limit {
+                return Err(progress.too_large(limit));
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf.freeze())
+}
+
+/// One page of a list, its items left undecoded.
+#[derive(serde::Deserialize)]
+struct Page<'a> {
+    kind: Option<String>,
+    #[serde(rename = "apiVersion")]
+    api_version: Option<String>,
+    #[serde(default)]
+    metadata: PageMeta,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a serde_json::value::RawValue>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct PageMeta {
+    #[serde(rename = "continue")]
+    continue_token: Option<String>,
+}
+
+/// Bounds on a body read line by line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineLimits {
+    /// The longest line kept whole (the parser's own line limit).
+    pub max_line: usize,
+    /// The most bytes read before the body is cut.
+    pub max_bytes: u64,
+    /// The flag that sets `max_bytes`, for the message of a cut.
+    pub bytes_flag: &'static str,
 }
 
 /// What of a body an error message keeps: its text, trimmed, at most this many characters.
@@ -135,7 +339,16 @@ impl FetchError {
             FetchError::Status { code: 401, .. } => GapReason::Unauthorized,
             FetchError::Status { code: 403, .. } => GapReason::Forbidden,
             FetchError::Status { code: 404, .. } => GapReason::NotServed,
-            FetchError::Status { .. } | FetchError::Decode(_) => GapReason::Error,
+            FetchError::Status { .. } | FetchError::Decode(_) | FetchError::Cut(_) => {
+                GapReason::Error
+            }
+            FetchError::Body { timed_out, .. } => {
+                if *timed_out {
+                    GapReason::Timeout
+                } else {
+                    GapReason::Error
+                }
+            }
             FetchError::Timeout(_) => GapReason::Timeout,
             FetchError::Transport(_) => GapReason::Unreachable,
         }
@@ -242,6 +455,7 @@ impl Fetcher {
             .body(kube::client::Body::from(body.unwrap_or_default()))
             .map_err(|e| FetchError::Transport(e.to_string()))?;
         let started = Instant::now();
+        let progress = BodyProgress::default();
         let fut = async {
             let res = self.client.send(req).await.map_err(|e| {
                 // A certificate check that failed is said in kubectl's words.
@@ -250,13 +464,9 @@ impl Fetcher {
                 )
             })?;
             let status = res.status().as_u16();
+            progress.headers(status);
             let headers = headers_of(res.headers());
-            let body = res
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| FetchError::Transport(error_chain(&e)))?
-                .to_bytes();
+            let body = read_body(res.into_body(), MAX_RESPONSE_BYTES, &progress).await?;
             Ok(Response {
                 status,
                 headers,
@@ -266,7 +476,7 @@ impl Fetcher {
         };
         let result = tokio::time::timeout(self.request_timeout, fut)
             .await
-            .map_err(|_| FetchError::Timeout(self.request_timeout))
+            .map_err(|_| progress.timed_out(self.request_timeout))
             .and_then(|r| r)
             .map(|mut res| {
                 res.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -301,55 +511,63 @@ impl Fetcher {
                 Some(t) => format!("{path}{sep}limit={PAGE}&continue={}", urlencode(t)),
                 None => format!("{path}{sep}limit={PAGE}"),
             };
-            let mut page = self.get_json(&url).await?;
-            let list_kind = page
-                .get("kind")
-                .and_then(Value::as_str)
-                .map(|k| k.trim_end_matches("List").to_string());
-            let api_version = page
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            if let Some(Value::Array(arr)) = page.get_mut("items").map(Value::take) {
-                for mut item in arr {
-                    // Items of a list carry no apiVersion/kind; restore them so typed decoding and
-                    // version-aware mapping see what the list said.
-                    if let Value::Object(obj) = &mut item {
-                        if let (Some(k), false) = (&list_kind, obj.contains_key("kind")) {
-                            obj.insert("kind".into(), Value::String(k.clone()));
-                        }
-                        if let (Some(a), false) = (&api_version, obj.contains_key("apiVersion")) {
-                            obj.insert("apiVersion".into(), Value::String(a.clone()));
-                        }
-                    }
-                    items.push(item);
-                }
+            let res = self.request(http::Method::GET, &url, None).await?;
+            if !(200..300).contains(&res.status) {
+                return Err(status_error(&res));
             }
-            token = page
-                .pointer("/metadata/continue")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string);
+            // Items are decoded one by one, yielding now and then, so that a page of hundreds of
+            // thousands of items (a server ignoring `limit`) cannot hold the scan past its
+            // deadline in one long decode.
+            let page: Page<'_> =
+                serde_json::from_slice(&res.body).map_err(|e| FetchError::Decode(e.to_string()))?;
+            let list_kind = page
+                .kind
+                .as_deref()
+                .map(|k| k.trim_end_matches("List").to_string());
+            for (i, raw) in page.items.unwrap_or_default().into_iter().enumerate() {
+                if i % 64 == 63 {
+                    tokio::task::consume_budget().await;
+                }
+                let mut item: Value = serde_json::from_str(raw.get())
+                    .map_err(|e| FetchError::Decode(format!("item {i}: {e}")))?;
+                // Items of a list carry no apiVersion/kind; restore them so typed decoding and
+                // version-aware mapping see what the list said.
+                if let Value::Object(obj) = &mut item {
+                    if let (Some(k), false) = (&list_kind, obj.contains_key("kind")) {
+                        obj.insert("kind".into(), Value::String(k.clone()));
+                    }
+                    if let (Some(a), false) = (&page.api_version, obj.contains_key("apiVersion")) {
+                        obj.insert("apiVersion".into(), Value::String(a.clone()));
+                    }
+                }
+                items.push(item);
+            }
+            token = page.metadata.continue_token.filter(|s| !s.is_empty());
             if token.is_none() {
                 return Ok(items);
             }
         }
     }
-
-    /// GET and feed the body to `on_line` one line at a time, without holding it whole.
-    /// Non-2xx is an error (its body is read, bounded, for the message).
+    /// GET and feed the body to `on_line` one line at a time, without holding it whole, within
+    /// `limits`. Non-2xx is an error (its body is read, bounded, for the message).
     ///
     /// # Errors
-    /// [`FetchError`] for transport failures and non-2xx statuses; an error from `on_line` is
-    /// returned as [`FetchError::Decode`].
-    pub async fn get_lines<F>(&self, path: &str, mut on_line: F) -> Result<(), FetchError>
+    /// [`FetchError`] for transport failures and non-2xx statuses; [`FetchError::Cut`] at a limit;
+    /// an error from `on_line` is returned as it is.
+    pub async fn get_lines<F>(
+        &self,
+        path: &str,
+        limits: LineLimits,
+        mut on_line: F,
+    ) -> Result<(), FetchError>
     where
-        F: FnMut(&str) -> Result<(), String>,
+        F: FnMut(&str) -> Result<(), FetchError>,
     {
         let req = http::Request::get(path)
             .header("accept", "text/plain;version=0.0.4, */*")
             .body(kube::client::Body::from(Vec::new()))
             .map_err(|e| FetchError::Transport(e.to_string()))?;
+        let progress = BodyProgress::default();
         let fut = async {
             let res = self.client.send(req).await.map_err(|e| {
                 // A certificate check that failed is said in kubectl's words.
@@ -358,13 +576,12 @@ impl Fetcher {
                 )
             })?;
             let status = res.status().as_u16();
+            progress.headers(status);
             let headers = headers_of(res.headers());
             let mut body = res.into_body();
             if !(200..300).contains(&status) {
-                let bytes = body
-                    .collect()
+                let bytes = read_body(body, MAX_RESPONSE_BYTES, &progress)
                     .await
-                    .map(|c| c.to_bytes())
                     .unwrap_or_default();
                 return Err(status_error(&Response {
                     status,
@@ -373,12 +590,16 @@ impl Fetcher {
                     latency_ms: 0.0,
                 }));
             }
-            let mut lines = LineSplitter::default();
+            let mut lines = LineSplitter::with_max_line(limits.max_line);
             while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|e| FetchError::Transport(error_chain(&e)))?;
+                tokio::task::consume_budget().await;
+                let frame = frame.map_err(|e| progress.cut(&e))?;
                 let Ok(data) = frame.into_data() else {
                     continue;
                 };
+                if progress.got(data.len()) > limits.max_bytes {
+                    return Err(bytes_cut(limits));
+                }
                 lines.push(&data, &mut on_line)?;
             }
             lines.finish(&mut on_line).map(|()| status)
@@ -388,7 +609,7 @@ impl Fetcher {
         let started = Instant::now();
         let result = tokio::time::timeout(self.request_timeout * 4, fut)
             .await
-            .map_err(|_| FetchError::Timeout(self.request_timeout * 4))
+            .map_err(|_| progress.timed_out(self.request_timeout * 4))
             .and_then(|r| r);
         if let Some((sink, _)) = REQUEST_LOG.get() {
             let ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -401,30 +622,88 @@ impl Fetcher {
     }
 }
 
-/// Cuts a body arriving in chunks into lines, holding at most one partial line between chunks.
-#[derive(Default)]
+/// The cut of a streamed body at `limits.max_bytes`.
+pub fn bytes_cut(limits: LineLimits) -> FetchError {
+    FetchError::Cut(format!(
+        "the body passed {} ({}) and was cut there",
+        size_words(limits.max_bytes),
+        limits.bytes_flag
+    ))
+}
+
+/// Cuts a body arriving in chunks into lines, holding at most one partial line between chunks,
+/// and that line at most `max_line` bytes long. Each byte is looked at once: a chunk is searched
+/// for newlines, never the pending line again.
 pub struct LineSplitter {
     pending: Vec<u8>,
+    max_line: usize,
+    lines: usize,
+}
+
+impl Default for LineSplitter {
+    /// Lines up to 16 MiB (a watch event carries a whole object).
+    fn default() -> Self {
+        LineSplitter::with_max_line(16 << 20)
+    }
 }
 
 impl LineSplitter {
+    /// A splitter refusing lines longer than `max_line` bytes.
+    pub fn with_max_line(max_line: usize) -> Self {
+        LineSplitter {
+            pending: Vec::new(),
+            max_line,
+            lines: 0,
+        }
+    }
+
+    fn too_long(&self) -> FetchError {
+        FetchError::Cut(format!(
+            "line {} is longer than {} (the longest line read), so the body was cut there",
+            self.lines + 1,
+            size_words(self.max_line as u64)
+        ))
+    }
+
+    fn deliver<F>(&mut self, line: &[u8], on_line: &mut F) -> Result<(), FetchError>
+    where
+        F: FnMut(&str) -> Result<(), FetchError>,
+    {
+        self.lines += 1;
+        let line = std::str::from_utf8(line).map_err(|_| FetchError::Decode("not UTF-8".into()))?;
+        on_line(line)
+    }
+
     /// Feed one chunk; every complete line goes to `on_line`.
     ///
     /// # Errors
-    /// [`FetchError::Decode`] for a line that is not UTF-8 or that `on_line` rejects.
+    /// [`FetchError::Cut`] for a line longer than the limit, [`FetchError::Decode`] for a line
+    /// that is not UTF-8, and whatever `on_line` returns.
     pub fn push<F>(&mut self, chunk: &[u8], on_line: &mut F) -> Result<(), FetchError>
     where
-        F: FnMut(&str) -> Result<(), String>,
+        F: FnMut(&str) -> Result<(), FetchError>,
     {
-        self.pending.extend_from_slice(chunk);
-        let mut start = 0;
-        while let Some(pos) = self.pending[start..].iter().position(|&b| b == b'\n') {
-            let line = std::str::from_utf8(&self.pending[start..start + pos])
-                .map_err(|_| FetchError::Decode("not UTF-8".into()))?;
-            on_line(line).map_err(FetchError::Decode)?;
-            start += pos + 1;
+        let mut rest = chunk;
+        while let Some(nl) = memchr::memchr(b'\n', rest) {
+            if self.pending.len() + nl > self.max_line {
+                return Err(self.too_long());
+            }
+            if self.pending.is_empty() {
+                self.deliver(&rest[..nl], on_line)?;
+            } else {
+                let mut line = std::mem::take(&mut self.pending);
+                line.extend_from_slice(&rest[..nl]);
+                let r = self.deliver(&line, on_line);
+                line.clear();
+                self.pending = line;
+                r?;
+            }
+            rest = &rest[nl + 1..];
         }
-        self.pending.drain(..start);
+        if self.pending.len() + rest.len() > self.max_line {
+            return Err(self.too_long());
+        }
+        self.pending.extend_from_slice(rest);
         Ok(())
     }
 
@@ -432,16 +711,15 @@ impl LineSplitter {
     ///
     /// # Errors
     /// As [`LineSplitter::push`].
-    pub fn finish<F>(self, on_line: &mut F) -> Result<(), FetchError>
+    pub fn finish<F>(mut self, on_line: &mut F) -> Result<(), FetchError>
     where
-        F: FnMut(&str) -> Result<(), String>,
+        F: FnMut(&str) -> Result<(), FetchError>,
     {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let line = std::str::from_utf8(&self.pending)
-            .map_err(|_| FetchError::Decode("not UTF-8".into()))?;
-        on_line(line).map_err(FetchError::Decode)
+        let line = std::mem::take(&mut self.pending);
+        self.deliver(&line, on_line)
     }
 }
 
@@ -470,4 +748,100 @@ pub fn urlencode(s: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(chunks: &[&[u8]], max_line: usize) -> (Vec<String>, Result<(), FetchError>) {
+        let mut lines = Vec::new();
+        let mut s = LineSplitter::with_max_line(max_line);
+        let mut sink = |l: &str| -> Result<(), FetchError> {
+            lines.push(l.to_string());
+            Ok(())
+        };
+        for c in chunks {
+            if let Err(e) = s.push(c, &mut sink) {
+                return (lines, Err(e));
+            }
+        }
+        let r = s.finish(&mut sink);
+        (lines, r)
+    }
+
+    #[test]
+    fn lines_span_chunks_and_the_last_needs_no_newline() {
+        let (lines, r) = split(&[b"a 1\nb ", b"2", b"\n\nc 3"], 16);
+        r.unwrap();
+        assert_eq!(lines, ["a 1", "b 2", "", "c 3"]);
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_a_cut_whether_or_not_it_ends() {
+        // Without a newline: held no further than the limit.
+        let (lines, r) = split(&[b"ok\n", b"xxxxxx", b"xxxxxx"], 8);
+        assert_eq!(lines, ["ok"]);
+        let e = r.unwrap_err();
+        assert!(
+            matches!(&e, FetchError::Cut(m) if m.starts_with("line 2 is longer than 8 bytes")),
+            "{e}"
+        );
+        // With one, across chunks.
+        let (_, r) = split(&[b"xxxxx", b"xxxxx\n"], 8);
+        assert!(matches!(r, Err(FetchError::Cut(_))));
+        // Exactly the limit is fine.
+        let (lines, r) = split(&[b"xxxx", b"xxxx\n"], 8);
+        r.unwrap();
+        assert_eq!(lines, ["xxxxxxxx"]);
+    }
+
+    #[test]
+    fn a_newline_free_body_costs_linear_time() {
+        // 4 MiB in 4 KiB chunks under a 16 MiB limit: rescanning the pending line on every chunk
+        // would look at ~2 GB; looking at each byte once, 4 MiB.
+        let chunk = vec![b'x'; 4096];
+        let mut s = LineSplitter::with_max_line(16 << 20);
+        let mut sink = |_: &str| -> Result<(), FetchError> { Ok(()) };
+        let started = Instant::now();
+        for _ in 0..1024 {
+            s.push(&chunk, &mut sink).unwrap();
+        }
+        assert_eq!(s.pending.len(), 4 << 20);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn sizes_are_said_in_words() {
+        assert_eq!(size_words(812), "812 bytes");
+        assert_eq!(size_words(1_234_567), "1.2 MB");
+        assert_eq!(size_words(5_000_000_000), "5.0 GB");
+    }
+
+    #[test]
+    fn a_deadline_after_the_headers_says_what_the_body_did() {
+        let p = BodyProgress::default();
+        assert!(matches!(
+            p.timed_out(Duration::from_secs(2)),
+            FetchError::Timeout(_)
+        ));
+        p.headers(200);
+        let e = p.timed_out(Duration::from_secs(2)).to_string();
+        assert!(
+            e.starts_with("HTTP 200, then no byte of the body arrived"),
+            "{e}"
+        );
+        p.got(1_200_000);
+        let e = p.timed_out(Duration::from_secs(2));
+        assert_eq!(e.gap_reason(), GapReason::Timeout);
+        assert!(!e.is_unreachable());
+        assert!(
+            e.to_string().contains("still arriving") && e.to_string().contains("1.2 MB"),
+            "{e}"
+        );
+    }
 }

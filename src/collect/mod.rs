@@ -92,6 +92,8 @@ pub struct CollectOptions {
     /// `--prometheus` and its options: read the metric families from Prometheus instead of
     /// scraping the API server (and etcd, unless `etcd` is given).
     pub prometheus: Option<PrometheusOptions>,
+    /// `--max-scrape-bytes` and `--max-series`: how much one `/metrics` scrape may bring.
+    pub scrape_limits: metrics::ScrapeLimits,
 }
 
 impl Default for CollectOptions {
@@ -108,6 +110,7 @@ impl Default for CollectOptions {
             namespace: "default".into(),
             etcd: None,
             prometheus: None,
+            scrape_limits: metrics::ScrapeLimits::default(),
         }
     }
 }
@@ -302,6 +305,7 @@ pub async fn collect(
         fetcher: &fetcher,
         apiserver: prometheus.is_none(),
         etcd: etcd.as_ref(),
+        limits: opts.scrape_limits,
     };
     let first_scrape = async {
         let round = scrapes.first(deadline).await;

@@ -12,8 +12,9 @@
 use tokio::time::Instant;
 
 use super::etcd::{self, Etcd};
+use super::metrics::{ScrapeLimits, Scraped};
 use super::{Fetcher, bounded, gap_for, metrics};
-use crate::bundle::{Gap, MetricTarget, MetricsSource};
+use crate::bundle::{Gap, GapReason, MetricTarget, MetricsSource};
 use crate::collect::fetch::FetchError;
 use crate::promtext::MetricFamily;
 
@@ -21,6 +22,8 @@ use crate::promtext::MetricFamily;
 pub struct Scrape {
     /// The selected families.
     pub families: Vec<MetricFamily>,
+    /// Why the body was cut short, when a limit cut it (the families are those before the cut).
+    pub cut: Option<String>,
     /// When the body had been read.
     pub at: jiff::Timestamp,
 }
@@ -54,14 +57,17 @@ pub struct Scrapes<'a> {
     pub apiserver: bool,
     /// etcd, when `--etcd-metrics-url` was given.
     pub etcd: Option<&'a Etcd>,
+    /// `--max-scrape-bytes` and `--max-series`.
+    pub limits: ScrapeLimits,
 }
 
 async fn timed(
-    fut: impl std::future::Future<Output = Result<Vec<MetricFamily>, FetchError>>,
+    fut: impl std::future::Future<Output = Result<Scraped, FetchError>>,
 ) -> Result<Scrape, FetchError> {
-    let families = fut.await?;
+    let Scraped { families, cut } = fut.await?;
     Ok(Scrape {
         families,
+        cut,
         at: jiff::Timestamp::now(),
     })
 }
@@ -71,14 +77,16 @@ impl Scrapes<'_> {
     async fn round(&self, apiserver: bool, etcd: bool, deadline: Instant) -> Round {
         let a = async {
             if apiserver {
-                Some(bounded(deadline, timed(metrics::scrape(self.fetcher))).await)
+                Some(bounded(deadline, timed(metrics::scrape(self.fetcher, self.limits))).await)
             } else {
                 None
             }
         };
         let e = async {
             match self.etcd {
-                Some(client) if etcd => Some(bounded(deadline, timed(client.scrape())).await),
+                Some(client) if etcd => {
+                    Some(bounded(deadline, timed(client.scrape(self.limits))).await)
+                }
                 _ => None,
             }
         };
@@ -120,6 +128,17 @@ fn finish_one(
     second: Option<Result<Scrape, FetchError>>,
     out: &mut (Vec<MetricsSource>, Vec<Gap>),
 ) {
+    let cut = |s: &Option<Result<Scrape, FetchError>>| match s {
+        Some(Ok(Scrape { cut: Some(why), .. })) => Some(why.clone()),
+        _ => None,
+    };
+    if let Some(why) = cut(&first).or_else(|| cut(&second)) {
+        out.1.push(Gap::new(
+            gap_metrics,
+            GapReason::Error,
+            format!("the scrape was cut short: {why}; the series read before the cut are kept"),
+        ));
+    }
     match first {
         None => {}
         Some(Err(e)) => out.1.push(gap_for(gap_metrics, &e)),

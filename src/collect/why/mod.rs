@@ -91,7 +91,7 @@ pub async fn open_window(
     request_timeout: Duration,
 ) -> Result<Window, WhyError> {
     let f = Fetcher::new(gatherer.client.clone(), request_timeout);
-    let (version, first) = tokio::join!(f.get_json("/version"), metrics::scrape(&f));
+    let (version, first) = tokio::join!(f.get_json("/version"), metrics::scrape_whole(&f));
     let first_at = jiff::Timestamp::now();
     if let (Err(v), Err(m)) = (&version, &first)
         && v.is_unreachable()
@@ -230,7 +230,7 @@ pub async fn investigate(
             object_labels: &repro.object_labels,
         });
     let path = gather::gather(&f, &repro.target, &probe, write, opts, deadline).await;
-    let second = metrics::scrape(&f).await;
+    let second = metrics::scrape_whole(&f).await;
     let second_at = jiff::Timestamp::now();
 
     let mut bundle = EvidenceBundle::new(CollectionSource::Live {

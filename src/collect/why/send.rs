@@ -173,7 +173,7 @@ async fn watch(client: &kube::Client, target: &Target, opts: SendOptions, p: &mu
     let mut seen = WatchOutcome::default();
     let mut lines = LineSplitter::default();
     let deadline = tokio::time::Instant::now() + opts.watch_for;
-    let mut on_line = |line: &str| -> Result<(), String> {
+    let mut on_line = |line: &str| -> Result<(), FetchError> {
         read_event(line, &mut seen);
         Ok(())
     };

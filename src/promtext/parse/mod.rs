@@ -123,6 +123,7 @@ pub struct Parser<'s> {
     labels: LabelScratch,
     key: Vec<u8>,
     lines_kept: usize,
+    series_kept: usize,
 }
 
 /// A cap on the name → route cache, so a body of endless distinct names cannot grow it unbounded.
@@ -152,12 +153,18 @@ impl<'s> Parser<'s> {
             labels: LabelScratch::default(),
             key: Vec::new(),
             lines_kept: 0,
+            series_kept: 0,
         }
     }
 
     /// Number of sample lines kept so far.
     pub fn lines_kept(&self) -> usize {
         self.lines_kept
+    }
+
+    /// Number of series kept so far (a histogram's series counts once, whatever its buckets).
+    pub fn series_kept(&self) -> usize {
+        self.series_kept
     }
 
     /// Lines seen so far.
@@ -396,6 +403,7 @@ impl<'s> Parser<'s> {
             )));
         }
         let builder = &mut self.families[fi];
+        let before = builder.family.series.len();
         let labels = &self.labels;
         let key = labels.key(&mut self.key);
         let si = builder.series_for(key, || {
@@ -403,6 +411,9 @@ impl<'s> Parser<'s> {
                 .map(|i| (labels.name(i).to_string(), labels.value(i).to_string()))
                 .collect()
         });
+        if builder.family.series.len() > before {
+            self.series_kept += 1;
+        }
         set_part(&mut builder.family.series[si], part, value, le);
         if timestamp.is_some() {
             builder.family.series[si].timestamp_ms = timestamp;

@@ -1151,7 +1151,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__serve)
-            opts="-s -n -v -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --listen --interval --skip-rule --set --waivers --rules --help"
+            opts="-s -n -v -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --listen --interval --skip-rule --set --waivers --rules --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1238,6 +1238,14 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-scrape-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-series)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -330,6 +330,7 @@ pub fn classify(
         .filter(|r| r.rules_run > 0)
         .map(|r| verdict_for(rules, r, &cluster_ruled_out))
         .chain(collection::incomplete_collection(bundle))
+        .chain(eval.cut.as_ref().map(collection::incomplete_analysis))
         .filter(|v| filter.keeps(&v.subject, v.class))
         .collect();
     verdicts.sort_by_key(rank);

@@ -10,7 +10,9 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use extpath::bundle::load_bundle_str;
-use extpath::engine::{Class, Deadline, Filter, RuleSet, Settings, Severity, analyze, analyze_until};
+use extpath::engine::{
+    Class, Deadline, Filter, RuleSet, Settings, Severity, analyze, analyze_until,
+};
 
 use crate::collect::{Files, extpath_run, gaps, start_text};
 use crate::util::extpath;
@@ -163,7 +165,12 @@ async fn a_list_longer_than_max_objects_stops_there_with_a_gap_that_says_so() {
         a
     };
     let before = server.requests().len();
-    let (r, _) = extpath_run(&f, "collect", connect(&["--max-objects", "10", "-o", "json"])).await;
+    let (r, _) = extpath_run(
+        &f,
+        "collect",
+        connect(&["--max-objects", "10", "-o", "json"]),
+    )
+    .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let b = r.bundle();
     assert_eq!(b["api_services"].as_array().map(Vec::len), Some(10));
@@ -192,7 +199,10 @@ async fn a_list_longer_than_max_objects_stops_there_with_a_gap_that_says_so() {
         .map(|r| r.path)
         .filter(|p| p.starts_with("/apis/apiregistration.k8s.io/v1/apiservices?"))
         .collect();
-    assert_eq!(lists, vec!["/apis/apiregistration.k8s.io/v1/apiservices?limit=10"]);
+    assert_eq!(
+        lists,
+        vec!["/apis/apiregistration.k8s.io/v1/apiservices?limit=10"]
+    );
 
     // Within the cap, nothing is cut.
     let (r, _) = extpath_run(&f, "collect", connect(&["-o", "json"])).await;

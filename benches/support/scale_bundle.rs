@@ -15,7 +15,7 @@ use extpath::promtext::{Selection, apply_window, parse_str};
 
 /// Whether the i-th APIService is broken.
 pub fn broken(i: usize) -> bool {
-    i % 50 == 0
+    i.is_multiple_of(50)
 }
 
 fn exposition(n: usize, scale: f64) -> String {
@@ -52,7 +52,8 @@ fn probe(path: String, target: &str, failing: bool, rung: Rung) -> Probe {
     p.target = Some(ObjectRef::cluster("APIService", target));
     if failing {
         p.status = Some(503);
-        let message = "error trying to reach service: dial tcp 10.244.0.1:8443: connect: connection refused";
+        let message =
+            "error trying to reach service: dial tcp 10.244.0.1:8443: connect: connection refused";
         p.status_body = Some(StatusBody {
             status: "Failure".into(),
             code: Some(503),

@@ -249,7 +249,12 @@ impl Fetcher {
     /// The lists cut at `--max-objects` so far, as `capped` gaps (taken: a second call returns
     /// only later cuts).
     pub fn take_cuts(&self) -> Vec<Gap> {
-        std::mem::take(&mut *self.cuts.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+        std::mem::take(
+            &mut *self
+                .cuts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The per-request deadline.

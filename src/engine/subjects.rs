@@ -640,9 +640,7 @@ pub fn subjects_with<'b>(
         }
         let mut related: Vec<Subject> = Vec::new();
         for &i in &members {
-            if let Some(r) = targets[i]
-                .as_ref()
-                .and_then(|r| related_subject(r, lookup))
+            if let Some(r) = targets[i].as_ref().and_then(|r| related_subject(r, lookup))
                 && !related.contains(&r)
             {
                 related.push(r);

@@ -126,8 +126,8 @@ fn parse_documents(body: &str, skipped_lines: usize) -> Result<Vec<Value>, FileE
     let options = crate::bundle::yaml_limits::options_for(body.len());
     serde_saphyr::from_multiple_with_options::<Value>(body, options).map_err(|e| {
         let line = e.location().map_or(0, |l| l.line() as usize);
-        let message = crate::bundle::yaml_limits::budget_sentence(&e, body.len())
-            .unwrap_or_else(|| {
+        let message =
+            crate::bundle::yaml_limits::budget_sentence(&e, body.len()).unwrap_or_else(|| {
                 format!(
                     "malformed YAML: {}",
                     e.to_string().lines().next().unwrap_or_default()

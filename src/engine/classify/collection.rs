@@ -1,4 +1,5 @@
-//! Verdicts on the collection itself: a core source a live scan could not read.
+//! Verdicts on the collection itself: a core source a live scan could not read (or read only up
+//! to `--max-objects`), and an analysis `scan --timeout` stopped before every subject was judged.
 //!
 //! APIServices, webhook configurations and CRDs name every extension path a scan judges. When the
 //! API server refuses them (401/403), or they time out, the subjects they would have given are not
@@ -104,6 +105,9 @@ pub fn incomplete_collection(bundle: &EvidenceBundle) -> Vec<Verdict> {
     out
 }
 
+/// The name of the `Source` subject of an analysis cut short by its deadline.
+pub const ANALYSIS_SOURCE: &str = "analysis";
+
 /// The `Inconclusive` verdict of an analysis that `scan --timeout` stopped before every subject
 /// was judged: critical, like a core source the collection could not read, because the subjects
 /// left unjudged could hide any failure (a gate must not pass on a half-read cluster).
@@ -117,7 +121,7 @@ pub fn incomplete_analysis(cut: &crate::engine::eval::Cut) -> Verdict {
         .join(", ");
     let subject = Subject {
         kind: SubjectKind::Source,
-        name: "analysis".to_string(),
+        name: ANALYSIS_SOURCE.to_string(),
         namespace: None,
         parent: None,
     };
@@ -140,7 +144,7 @@ pub fn incomplete_analysis(cut: &crate::engine::eval::Cut) -> Verdict {
 
 fn humantime(d: std::time::Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{:.1}s", d.as_secs_f64())

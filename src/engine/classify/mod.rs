@@ -384,7 +384,13 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
         .iter()
         .filter(|v| v.subject.kind == SubjectKind::Source && v.waived.is_none())
         .map(|v| v.subject.name.as_str())
+        .filter(|name| *name != collection::ANALYSIS_SOURCE)
         .collect();
+    let analysis_cut = verdicts.iter().any(|v| {
+        v.subject.kind == SubjectKind::Source
+            && v.subject.name == collection::ANALYSIS_SOURCE
+            && v.waived.is_none()
+    });
     let unjudged: Vec<&Verdict> = verdicts
         .iter()
         .filter(|v| {
@@ -399,6 +405,12 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
             "collection incomplete: {} could not be read, so what they name is not judged",
             unread.join(", ")
         ));
+    }
+    if analysis_cut {
+        parts.push(
+            "analysis incomplete: --timeout ran out before every subject was judged (Source/analysis says how many were not)"
+                .to_string(),
+        );
     }
     if !open.is_empty() {
         parts.push(problems_phrase(&open));

@@ -4,6 +4,9 @@
 //! Facts are built once per analysis for the cluster-wide variables (`cluster`, `apiserver`, `etcd`,
 //! `settings`) and once per subject for the subject's own variables, never once per rule: a bundle
 //! with 2,000 CRDs builds 2,000 CRD fact values and then runs every CRD rule against each.
+//! Everything a subject's facts look up — its observations, its log findings, its Service, the
+//! requests its FlowSchema classified — is indexed once in [`FactBase`], so the cost of an analysis
+//! grows with the bundle, not with subjects × evidence (`cargo bench --bench analyze_scale`).
 //!
 //! Which variables a rule may use depends on its subject kind ([`variables_for`]); the loader rejects
 //! a rule that names another. Every fact has the same shape whatever the evidence — absent objects
@@ -457,7 +460,11 @@ fn subject_fact(entry: &SubjectEntry<'_>) -> Value {
 
 /// The request facts of the probes whose APF header (`uid_of`) names this object's `uid` — the
 /// requests a FlowSchema or priority level classified. An object without a uid has none.
-fn observations_with_uid(by_uid: &HashMap<&str, Vec<usize>>, base: &FactBase<'_>, uid: &str) -> Value {
+fn observations_with_uid(
+    by_uid: &HashMap<&str, Vec<usize>>,
+    base: &FactBase<'_>,
+    uid: &str,
+) -> Value {
     let found = (!uid.is_empty()).then(|| by_uid.get(uid)).flatten();
     list(
         found

@@ -175,18 +175,19 @@ impl CollectFlags {
     /// # Errors
     /// `--timeout` shorter than `--window`: the second scrape could never happen (exit 2).
     pub fn check(&self) -> anyhow::Result<()> {
-        if !self.window.is_zero() && self.collection_timeout() <= self.window {
-            let kept = if self.analysis_reserve.is_zero() {
-                String::new()
-            } else {
-                format!(
-                    " (scan keeps {} of it for the analysis)",
-                    humantime_short(self.analysis_reserve)
-                )
-            };
+        if !self.window.is_zero() && self.timeout <= self.window {
             return Err(super::input_error(format!(
-                "--timeout {}{kept} is not longer than --window {}: the second /metrics scrape would be cut off (raise --timeout, or lower --window; --window 0 scrapes once)",
+                "--timeout {} is not longer than --window {}: the second /metrics scrape would be cut off (raise --timeout, or lower --window; --window 0 scrapes once)",
                 humantime_short(self.timeout),
+                humantime_short(self.window)
+            )));
+        }
+        if !self.window.is_zero() && self.collection_timeout() <= self.window {
+            return Err(super::input_error(format!(
+                "--timeout {} leaves the collection {} (scan keeps {} for the analysis), not longer than --window {}: the second /metrics scrape would be cut off (raise --timeout, or lower --window; --window 0 scrapes once)",
+                humantime_short(self.timeout),
+                humantime_short(self.collection_timeout()),
+                humantime_short(self.analysis_reserve),
                 humantime_short(self.window)
             )));
         }

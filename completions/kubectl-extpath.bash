@@ -219,7 +219,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__collect)
-            opts="-s -n -v -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --help"
+            opts="-s -n -v -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --max-objects --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -314,6 +314,10 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --max-series)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-objects)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -945,7 +949,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__scan)
-            opts="-s -n -v -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --color --wide --show-healthy --class --subject --rule --skip-rule --set --waivers --fail-on --rules --save-bundle --demo --help"
+            opts="-s -n -v -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --max-objects --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --color --wide --show-healthy --class --subject --rule --skip-rule --set --waivers --fail-on --rules --save-bundle --demo --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1040,6 +1044,10 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --max-series)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-objects)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1151,7 +1159,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__serve)
-            opts="-s -n -v -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --listen --interval --skip-rule --set --waivers --rules --help"
+            opts="-s -n -v -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --max-objects --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --listen --interval --skip-rule --set --waivers --rules --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1246,6 +1254,10 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --max-series)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-objects)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

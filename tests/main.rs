@@ -42,6 +42,7 @@ mod report;
 mod report_cases;
 mod report_junit;
 mod report_waivers;
+mod scale;
 mod scan;
 mod scan_hostile;
 mod waivers_doc;

@@ -112,15 +112,19 @@ fn parse(text: &str, path: &str) -> Result<EvidenceBundle, BundleError> {
             message: strip_location(&e.to_string()),
         })
     } else {
-        serde_saphyr::from_str_with_options::<EvidenceBundle>(text, yaml_options()).map_err(|e| {
-            let (line, column) = yaml_location(&e);
-            BundleError::Parse {
-                path: path.to_string(),
-                line,
-                column,
-                message: strip_yaml_location(&first_line(&e.to_string())),
-            }
-        })
+        serde_saphyr::from_str_with_options::<EvidenceBundle>(text, yaml_options(text)).map_err(
+            |e| {
+                let (line, column) = yaml_location(&e);
+                let message = super::yaml_limits::budget_sentence(&e, text.len())
+                    .unwrap_or_else(|| strip_yaml_location(&first_line(&e.to_string())));
+                BundleError::Parse {
+                    path: path.to_string(),
+                    line,
+                    column,
+                    message,
+                }
+            },
+        )
     };
     match typed {
         Ok(b) => Ok(b),
@@ -135,7 +139,7 @@ fn identify(text: &str, path: &str) -> Option<BundleError> {
     let value: serde_json::Value = if is_json(text) {
         serde_json::from_str(text).ok()?
     } else {
-        serde_saphyr::from_str_with_options(text, yaml_options()).ok()?
+        serde_saphyr::from_str_with_options(text, yaml_options(text)).ok()?
     };
     let obj = value.as_object()?;
     let api_version = obj.get("apiVersion").and_then(|v| v.as_str());
@@ -165,8 +169,10 @@ fn check_type(api_version: &str, kind: &str, path: &str) -> Result<(), BundleErr
     Ok(())
 }
 
-fn yaml_options() -> serde_saphyr::Options {
-    serde_saphyr::Options::default()
+/// Limits that grow with the file, so that every bundle the tool writes loads back
+/// ([`super::yaml_limits`]).
+fn yaml_options(text: &str) -> serde_saphyr::Options {
+    super::yaml_limits::options_for(text.len())
 }
 
 fn yaml_location(e: &serde_saphyr::Error) -> (usize, usize) {

@@ -246,6 +246,9 @@ pub enum GapReason {
     /// invalid UTF-8 — inside a directory; whatever else could be read was kept. The detail is
     /// the one line `--strict` would have failed with (`file:line: message`).
     Unreadable,
+    /// The source held more objects than `--max-objects` allows one list to bring; the list
+    /// stopped there, and the objects beyond it were not read (the detail says how many were).
+    Capped,
     /// Anything else (the detail says what).
     Error,
 }

@@ -184,7 +184,22 @@ fn load_waivers_arg(path: &std::path::Path, rules: &RuleSet) -> anyhow::Result<W
 impl Prepared {
     /// Classify a bundle, waivers applied.
     pub fn diagnose(&self, bundle: &crate::bundle::EvidenceBundle) -> Diagnosis {
-        let mut d = crate::engine::analyze(bundle, &self.rules, &self.settings, &self.filter);
+        self.diagnose_until(bundle, None)
+    }
+
+    /// [`Prepared::diagnose`], the analysis stopping at `deadline` (`scan --timeout`).
+    pub fn diagnose_until(
+        &self,
+        bundle: &crate::bundle::EvidenceBundle,
+        deadline: Option<crate::engine::Deadline>,
+    ) -> Diagnosis {
+        let mut d = crate::engine::analyze_until(
+            bundle,
+            &self.rules,
+            &self.settings,
+            &self.filter,
+            deadline,
+        );
         if let Some(w) = &self.waivers {
             apply_waivers(&mut d, w, jiff::Zoned::now().date());
         }

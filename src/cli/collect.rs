@@ -28,7 +28,10 @@ pub struct CollectFlags {
     /// With --prometheus it applies only to etcd's /metrics (--etcd-metrics-url).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub window: Duration,
-    /// Bound on the whole collection; what has not answered by then is recorded as a gap.
+    /// Bound on the whole run. `collect` stops collecting then (what has not answered is a gap);
+    /// `scan` stops collecting at 90% of it (at most 5s before it) and leaves the rest to the
+    /// analysis, which stops at the bound too: the subjects not judged by then are one
+    /// Inconclusive verdict on Source/analysis (critical: the gate fails, exit 1).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub timeout: Duration,
     /// The most bytes read of one /metrics body (kube-apiserver's or etcd's); a body past it is
@@ -40,6 +43,14 @@ pub struct CollectFlags {
     /// past it is cut there, like --max-scrape-bytes.
     #[arg(long, value_name = "N", default_value_t = crate::collect::metrics::DEFAULT_MAX_SERIES)]
     pub max_series: usize,
+    /// How many objects one list may bring (APIServices, webhook configurations, CRDs, Services,
+    /// Endpoints, Pods, Events…): a list with more stops there, and a gap says what was cut (for
+    /// a core source, an Inconclusive verdict: exit 1).
+    #[arg(long, value_name = "N", default_value_t = crate::collect::fetch::DEFAULT_MAX_OBJECTS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_objects: usize,
+    /// The part of `--timeout` kept for the analysis (`scan` sets it; `collect` keeps none).
+    #[arg(skip)]
+    pub analysis_reserve: Duration,
     /// Where to reach a backend for the TLS handshake, as `SERVICE.NAMESPACE=HOST:PORT`, or
     /// `URLHOST:PORT=HOST:PORT` for a webhook called by URL (repeatable).
     #[arg(long = "backend-address", value_name = "SVC.NS=HOST:PORT", value_parser = parse_backend_address)]
@@ -208,7 +219,21 @@ impl CollectFlags {
                 humantime_short(self.window)
             )));
         }
+        if !self.window.is_zero() && self.collection_timeout() <= self.window {
+            return Err(super::input_error(format!(
+                "--timeout {} leaves the collection {} (scan keeps {} for the analysis), not longer than --window {}: the second /metrics scrape would be cut off (raise --timeout, or lower --window; --window 0 scrapes once)",
+                humantime_short(self.timeout),
+                humantime_short(self.collection_timeout()),
+                humantime_short(self.analysis_reserve),
+                humantime_short(self.window)
+            )));
+        }
         Ok(())
+    }
+
+    /// How long the collection may take: `--timeout`, less what `scan` keeps for the analysis.
+    pub fn collection_timeout(&self) -> Duration {
+        self.timeout.saturating_sub(self.analysis_reserve)
     }
 
     /// The collection options.
@@ -219,8 +244,9 @@ impl CollectFlags {
             } else {
                 kube.request_timeout
             },
-            timeout: self.timeout,
+            timeout: self.collection_timeout(),
             window: self.window,
+            max_objects: self.max_objects,
             backend_addresses: self
                 .backend_address
                 .iter()

@@ -106,7 +106,9 @@ fn is_input_error(e: &anyhow::Error) -> bool {
         .is_none_or(|c| c.code == EXIT_INPUT)
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
+pub fn run(mut args: ServeArgs) -> anyhow::Result<u8> {
+    // Each scan keeps to `--timeout` as `scan` does: the analysis has its reserve of it.
+    args.collect.analysis_reserve = super::scan::analysis_reserve(args.collect.timeout);
     if args.interval.is_zero() {
         return Err(input_error("--interval 0: scans need time between them"));
     }
@@ -160,7 +162,13 @@ async fn serve(args: &ServeArgs, prepared: &super::analyze::Prepared) -> anyhow:
     let scan = || {
         let was_first = std::mem::replace(&mut first, false);
         async move {
-            match super::scan::scan_cluster(&args.kube, &args.collect, prepared).await {
+            let deadline = crate::engine::Deadline {
+                at: std::time::Instant::now() + args.collect.timeout,
+                timeout: args.collect.timeout,
+            };
+            match super::scan::scan_cluster(&args.kube, &args.collect, prepared, Some(deadline))
+                .await
+            {
                 Ok(done) => Ok(ScanOutcome::Complete(Box::new(done))),
                 Err(e) if was_first && is_input_error(&e) => Err(e),
                 Err(e) => Ok(ScanOutcome::Failed(format!("{e:#}"))),

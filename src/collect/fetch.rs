@@ -3,8 +3,10 @@
 //! Every request goes through [`Fetcher`], which bounds it by `--request-timeout`, measures its latency,
 //! keeps the headers that matter, parses `Status` bodies, and classifies failures so that a collector
 //! can turn them into a gap with a reason (403 → forbidden, 404 → not served, deadline → timeout,
-//! connection failure → unreachable). Lists are paginated with `limit`/`continue`. Long bodies
-//! (`/metrics`) are streamed line by line and never held whole.
+//! connection failure → unreachable). Lists are paginated with `limit`/`continue` and stop at
+//! `--max-objects` (default [`DEFAULT_MAX_OBJECTS`]): a list cut there is recorded, and the
+//! collection turns it into a `capped` gap ([`Fetcher::take_cuts`]). Long bodies (`/metrics`) are
+//! streamed line by line and never held whole.
 //!
 //! A server may send anything, so every deadline covers the whole body, not just the headers, and
 //! every body is bounded: a JSON answer by [`MAX_RESPONSE_BYTES`], a streamed one by its
@@ -15,6 +17,7 @@
 //! not one that "could not be reached".
 
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -22,10 +25,16 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use crate::bundle::probes::ResponseHeaders;
-use crate::bundle::{GapReason, StatusBody};
+use crate::bundle::yaml_limits::thousands;
+use crate::bundle::{Gap, GapReason, StatusBody};
 
 /// Page size for lists.
 const PAGE: usize = 500;
+
+/// How many objects one list may bring by default (`--max-objects`): far above any real
+/// cluster's APIServices, webhooks or CRDs, and low enough that a server listing millions cannot
+/// exhaust memory (each object costs a few kB, decoded).
+pub const DEFAULT_MAX_OBJECTS: usize = 50_000;
 
 /// Where a line per request goes, and whether it carries the headers that matter.
 type RequestLog = (fn(&str), bool);
@@ -365,6 +374,35 @@ impl FetchError {
 pub struct Fetcher {
     client: kube::Client,
     request_timeout: Duration,
+    max_objects: usize,
+    /// The lists cut at `max_objects`, as gaps (shared by clones).
+    cuts: Arc<Mutex<Vec<Gap>>>,
+}
+
+/// The gap of a list cut at `max`: its source is `objects/<resource>` (the collection's name for
+/// that list), its detail says how many were read, of which kind, and why it stopped.
+fn cut_gap(path: &str, kind: Option<&str>, listed: usize, max: usize) -> Gap {
+    let resource = path
+        .split('?')
+        .next()
+        .unwrap_or(path)
+        .rsplit('/')
+        .next()
+        .unwrap_or(path);
+    let what = match kind {
+        Some(k) if k.ends_with('s') => k.to_string(),
+        Some(k) if !k.is_empty() => format!("{k}s"),
+        _ => resource.to_string(),
+    };
+    Gap::new(
+        format!("objects/{resource}"),
+        GapReason::Capped,
+        format!(
+            "listed {} {what} and stopped: --max-objects {} (the server has more; a larger --max-objects reads them)",
+            thousands(listed),
+            thousands(max)
+        ),
+    )
 }
 
 /// An error and its sources, each cause once.
@@ -409,7 +447,27 @@ impl Fetcher {
         Fetcher {
             client,
             request_timeout,
+            max_objects: DEFAULT_MAX_OBJECTS,
+            cuts: Arc::default(),
         }
+    }
+
+    /// The same fetcher, its lists stopping at `max` objects (at least one).
+    #[must_use]
+    pub fn with_max_objects(mut self, max: usize) -> Self {
+        self.max_objects = max.max(1);
+        self
+    }
+
+    /// The lists cut at `--max-objects` so far, as `capped` gaps (taken: a second call returns
+    /// only later cuts).
+    pub fn take_cuts(&self) -> Vec<Gap> {
+        std::mem::take(
+            &mut *self
+                .cuts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The per-request deadline.
@@ -498,7 +556,9 @@ impl Fetcher {
         serde_json::from_slice(&res.body).map_err(|e| FetchError::Decode(e.to_string()))
     }
 
-    /// List every item of a collection, following `continue` tokens.
+    /// List every item of a collection, following `continue` tokens, up to `--max-objects`: a
+    /// list with more stops there (the last page asks only for what is still allowed) and is
+    /// recorded as a cut ([`Fetcher::take_cuts`]).
     ///
     /// # Errors
     /// The first page's [`FetchError`].
@@ -507,9 +567,10 @@ impl Fetcher {
         let mut items = Vec::new();
         let mut token: Option<String> = None;
         loop {
+            let limit = PAGE.min(self.max_objects - items.len()).max(1);
             let url = match &token {
-                Some(t) => format!("{path}{sep}limit={PAGE}&continue={}", urlencode(t)),
-                None => format!("{path}{sep}limit={PAGE}"),
+                Some(t) => format!("{path}{sep}limit={limit}&continue={}", urlencode(t)),
+                None => format!("{path}{sep}limit={limit}"),
             };
             let res = self.request(http::Method::GET, &url, None).await?;
             if !(200..300).contains(&res.status) {
@@ -517,14 +578,20 @@ impl Fetcher {
             }
             // Items are decoded one by one, yielding now and then, so that a page of hundreds of
             // thousands of items (a server ignoring `limit`) cannot hold the scan past its
-            // deadline in one long decode.
+            // deadline in one long decode; past `--max-objects` they are not decoded at all.
             let page: Page<'_> =
                 serde_json::from_slice(&res.body).map_err(|e| FetchError::Decode(e.to_string()))?;
             let list_kind = page
                 .kind
                 .as_deref()
                 .map(|k| k.trim_end_matches("List").to_string());
+            let mut over = false;
             for (i, raw) in page.items.unwrap_or_default().into_iter().enumerate() {
+                if items.len() >= self.max_objects {
+                    // A server that ignores `limit` sent more than asked: keep no more than allowed.
+                    over = true;
+                    break;
+                }
                 if i % 64 == 63 {
                     tokio::task::consume_budget().await;
                 }
@@ -543,6 +610,14 @@ impl Fetcher {
                 items.push(item);
             }
             token = page.metadata.continue_token.filter(|s| !s.is_empty());
+            if over || (token.is_some() && items.len() >= self.max_objects) {
+                let gap = cut_gap(path, list_kind.as_deref(), items.len(), self.max_objects);
+                self.cuts
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(gap);
+                return Ok(items);
+            }
             if token.is_none() {
                 return Ok(items);
             }

@@ -94,6 +94,9 @@ pub struct CollectOptions {
     pub prometheus: Option<PrometheusOptions>,
     /// `--max-scrape-bytes` and `--max-series`: how much one `/metrics` scrape may bring.
     pub scrape_limits: metrics::ScrapeLimits,
+    /// `--max-objects`: how many objects one list may bring; a list with more stops there and
+    /// becomes a `capped` gap.
+    pub max_objects: usize,
 }
 
 impl Default for CollectOptions {
@@ -107,6 +110,7 @@ impl Default for CollectOptions {
             pod_logs: false,
             list_probe: true,
             delegation_probe: true,
+            max_objects: fetch::DEFAULT_MAX_OBJECTS,
             namespace: "default".into(),
             etcd: None,
             prometheus: None,
@@ -280,7 +284,8 @@ pub async fn collect(
     };
     let started = Instant::now();
     let deadline = started + opts.timeout;
-    let fetcher = Fetcher::new(conn.client.clone(), opts.request_timeout);
+    let fetcher =
+        Fetcher::new(conn.client.clone(), opts.request_timeout).with_max_objects(opts.max_objects);
     let mut bundle = EvidenceBundle::new(CollectionSource::Live {
         server: conn.server.clone(),
         context: conn.context.clone(),
@@ -453,6 +458,7 @@ pub async fn collect(
         .sort_by_key(|m| m.target != MetricTarget::Apiserver);
     bundle.gaps.extend(prom_gaps);
     bundle.gaps.extend(scrape_gaps);
+    bundle.gaps.extend(fetcher.take_cuts());
     bundle.collection.metrics_window = bundle
         .metrics_for(MetricTarget::Apiserver)
         .or_else(|| bundle.metrics.first())

@@ -18,7 +18,7 @@ use super::functions::{env, register};
 use super::metrics_query::MetricsIndex;
 use super::rules::{Role, Rule, RuleSet};
 use super::settings::Settings;
-use super::subjects::{SubjectEntry, subjects};
+use super::subjects::{SubjectEntry, subjects_with};
 use crate::bundle::EvidenceBundle;
 
 /// A root context: the function library over `metrics`, and the cluster-wide variables.
@@ -98,6 +98,28 @@ pub struct Evaluation {
     pub subjects: Vec<SubjectResult>,
     /// Run-time evaluation errors.
     pub errors: Vec<EvalError>,
+    /// When the deadline ran out before every subject was judged: what was left.
+    pub cut: Option<Cut>,
+}
+
+/// A bound on the analysis (`scan --timeout`): subjects not judged by `at` are left unjudged.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    /// When the analysis must stop.
+    pub at: std::time::Instant,
+    /// The `--timeout` it comes from, for the message.
+    pub timeout: std::time::Duration,
+}
+
+/// The subjects a deadline left unjudged.
+#[derive(Debug, Clone)]
+pub struct Cut {
+    /// The `--timeout` that ran out.
+    pub timeout: std::time::Duration,
+    /// Subjects judged.
+    pub judged: usize,
+    /// Subjects not judged, by kind (`APIService` → 9,000).
+    pub unjudged: BTreeMap<&'static str, usize>,
 }
 
 fn truthy(r: &Result<Value, cel::ExecutionError>) -> Option<bool> {
@@ -186,10 +208,22 @@ pub fn evaluate(
     settings: &Settings,
     filter: &Filter,
 ) -> Evaluation {
+    evaluate_until(bundle, rules, settings, filter, None)
+}
+
+/// [`evaluate`], stopping at `deadline`: the subjects not judged by then are counted in
+/// [`Evaluation::cut`] and have no result.
+pub fn evaluate_until(
+    bundle: &EvidenceBundle,
+    rules: &RuleSet,
+    settings: &Settings,
+    filter: &Filter,
+    deadline: Option<Deadline>,
+) -> Evaluation {
     let base = FactBase::new(bundle);
     let metrics = Arc::new(MetricsIndex::new(&bundle.metrics));
     let cluster = cluster_vars(&base, settings);
-    let entries = subjects(bundle);
+    let entries = subjects_with(&base.lookup, &base.probe_targets);
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .min(entries.len().div_ceil(MIN_SUBJECTS_PER_THREAD))
@@ -198,7 +232,12 @@ pub fn evaluate(
         let root = root_context(metrics.clone(), &cluster);
         let mut out = Vec::with_capacity(chunk.len());
         let mut errors = Vec::new();
+        let mut unjudged: Vec<&'static str> = Vec::new();
         for entry in chunk {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d.at) {
+                unjudged.push(entry.subject.kind.as_str());
+                continue;
+            }
             out.push(evaluate_subject(
                 &base,
                 &root,
@@ -208,9 +247,10 @@ pub fn evaluate(
                 &mut errors,
             ));
         }
-        (out, errors)
+        (out, errors, unjudged)
     };
-    let parts: Vec<(Vec<SubjectResult>, Vec<EvalError>)> = if threads == 1 {
+    type Part = (Vec<SubjectResult>, Vec<EvalError>, Vec<&'static str>);
+    let parts: Vec<Part> = if threads == 1 {
         vec![run(&entries)]
     } else {
         let size = entries.len().div_ceil(threads);
@@ -228,10 +268,22 @@ pub fn evaluate(
     let mut out = Evaluation {
         subjects: Vec::with_capacity(entries.len()),
         errors: Vec::new(),
+        cut: None,
     };
-    for (subjects, errors) in parts {
+    let mut unjudged: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for (subjects, errors, left) in parts {
         out.subjects.extend(subjects);
         out.errors.extend(errors);
+        for kind in left {
+            *unjudged.entry(kind).or_default() += 1;
+        }
+    }
+    if let Some(d) = deadline.filter(|_| !unjudged.is_empty()) {
+        out.cut = Some(Cut {
+            timeout: d.timeout,
+            judged: out.subjects.len(),
+            unjudged,
+        });
     }
     out
 }

@@ -35,6 +35,7 @@ pub mod unproven;
 pub mod waivers;
 
 pub use diagnosis::*;
+pub use eval::Deadline;
 pub use filter::Filter;
 pub use rules::{RuleError, RuleSet};
 pub use settings::Settings;
@@ -51,7 +52,20 @@ pub fn analyze(
     settings: &Settings,
     filter: &Filter,
 ) -> Diagnosis {
+    analyze_until(bundle, rules, settings, filter, None)
+}
+
+/// [`analyze`] bounded by a deadline (`scan --timeout`): the subjects not judged when it passes
+/// have no verdict, and one `Inconclusive` critical verdict on `Source/analysis` says how many of
+/// which kind were left — the analysis never overruns by more than one subject's rules.
+pub fn analyze_until(
+    bundle: &EvidenceBundle,
+    rules: &RuleSet,
+    settings: &Settings,
+    filter: &Filter,
+    deadline: Option<Deadline>,
+) -> Diagnosis {
     let bundle = unproven::without_unproven_health(bundle);
-    let evaluation = eval::evaluate(&bundle, rules, settings, filter);
+    let evaluation = eval::evaluate_until(&bundle, rules, settings, filter, deadline);
     classify::classify(&evaluation, rules, &bundle, filter)
 }

@@ -25,6 +25,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use std::collections::HashMap;
+
 use super::diagnosis::{Class, Severity, Subject, SubjectKind, Verdict};
 
 /// One root cause and the verdicts it explains.
@@ -50,23 +52,63 @@ fn is_fault(v: &Verdict) -> bool {
     !matches!(v.class, Class::Healthy | Class::Inconclusive) && v.severity >= Severity::Warning
 }
 
+/// The verdicts by subject and the worst fault of each (kind, class), built once per grouping so
+/// that finding a verdict's parent is a lookup, not a scan of every verdict.
+pub struct VerdictIndex<'v> {
+    by_subject: HashMap<&'v Subject, Vec<usize>>,
+    worst_fault: HashMap<(SubjectKind, Class), usize>,
+}
+
+impl<'v> VerdictIndex<'v> {
+    /// Index a verdict list.
+    pub fn new(verdicts: &'v [Verdict]) -> Self {
+        let mut by_subject: HashMap<&Subject, Vec<usize>> = HashMap::new();
+        let mut worst_fault: HashMap<(SubjectKind, Class), usize> = HashMap::new();
+        for (j, x) in verdicts.iter().enumerate() {
+            by_subject.entry(&x.subject).or_default().push(j);
+            if is_fault(x) {
+                // The worst such fault, then the first by subject (the last of equals, as
+                // `Iterator::max_by` keeps): a stable choice.
+                let worse = |cur: &Verdict| {
+                    x.severity
+                        .cmp(&cur.severity)
+                        .then(cur.subject.cmp(&x.subject))
+                        != std::cmp::Ordering::Less
+                };
+                worst_fault
+                    .entry((x.subject.kind, x.class))
+                    .and_modify(|cur| {
+                        if worse(&verdicts[*cur]) {
+                            *cur = j;
+                        }
+                    })
+                    .or_insert(j);
+            }
+        }
+        VerdictIndex {
+            by_subject,
+            worst_fault,
+        }
+    }
+
+    /// The indexes of the verdicts on `s`, in list order.
+    fn of(&self, s: &Subject) -> &[usize] {
+        self.by_subject.get(s).map_or(&[], Vec::as_slice)
+    }
+}
+
 /// The index of the verdict a fault verdict is explained by, if any (one step).
-fn parent(verdicts: &[Verdict], i: usize) -> Option<usize> {
+fn parent(verdicts: &[Verdict], index: &VerdictIndex<'_>, i: usize) -> Option<usize> {
     let v = &verdicts[i];
     let fault_on = |s: &Subject, class: Class| {
-        verdicts
+        index
+            .of(s)
             .iter()
-            .position(|x| &x.subject == s && x.class == class && is_fault(x))
+            .copied()
+            .find(|&j| verdicts[j].class == class && is_fault(&verdicts[j]))
     };
-    let fault_of_kind = |kind: SubjectKind, class: Class| {
-        // The worst such fault, then the first by subject: a stable choice.
-        verdicts
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| x.subject.kind == kind && x.class == class && is_fault(x))
-            .max_by(|(_, a), (_, b)| a.severity.cmp(&b.severity).then(b.subject.cmp(&a.subject)))
-            .map(|(j, _)| j)
-    };
+    let fault_of_kind =
+        |kind: SubjectKind, class: Class| index.worst_fault.get(&(kind, class)).copied();
     match v.subject.kind {
         SubjectKind::Request => v
             .related
@@ -94,13 +136,14 @@ fn parent(verdicts: &[Verdict], i: usize) -> Option<usize> {
 /// Group the verdicts into problems, worst first (the order of the roots in `verdicts`, which is
 /// worst first already).
 pub fn group(verdicts: &[Verdict]) -> Vec<Problem> {
+    let index = VerdictIndex::new(verdicts);
     let faults: Vec<usize> = (0..verdicts.len())
         .filter(|&i| is_fault(&verdicts[i]))
         .collect();
     let root_of = |mut i: usize| {
         // Chains are short (Request → APIServer → PriorityLevel); the bound guards the unexpected.
         for _ in 0..8 {
-            match parent(verdicts, i) {
+            match parent(verdicts, &index, i) {
                 Some(p) if is_fault(&verdicts[p]) => i = p,
                 _ => break,
             }
@@ -108,15 +151,19 @@ pub fn group(verdicts: &[Verdict]) -> Vec<Problem> {
         i
     };
     let mut problems: Vec<(usize, Vec<usize>)> = Vec::new();
+    let mut problem_of_root: HashMap<usize, usize> = HashMap::new();
     for &i in &faults {
         let r = root_of(i);
-        match problems.iter_mut().find(|(root, _)| *root == r) {
-            Some((_, members)) => {
+        match problem_of_root.get(&r) {
+            Some(&k) => {
                 if i != r {
-                    members.push(i);
+                    problems[k].1.push(i);
                 }
             }
-            None => problems.push((r, if i == r { Vec::new() } else { vec![i] })),
+            None => {
+                problem_of_root.insert(r, problems.len());
+                problems.push((r, if i == r { Vec::new() } else { vec![i] }));
+            }
         }
     }
     let mut out: Vec<Problem> = problems
@@ -134,7 +181,7 @@ pub fn group(verdicts: &[Verdict]) -> Vec<Problem> {
                     .collect(),
                 waived: false,
             };
-            refresh(&mut p, verdicts);
+            refresh_with(&mut p, verdicts, &index);
             p
         })
         .collect();
@@ -155,7 +202,12 @@ pub fn sort(problems: &mut [Problem]) {
 
 /// Recompute a problem's severity and `waived` from its verdicts (after waivers were applied).
 pub fn refresh(p: &mut Problem, verdicts: &[Verdict]) {
-    let of = |s: &Subject| verdicts.iter().find(|v| &v.subject == s);
+    refresh_with(p, verdicts, &VerdictIndex::new(verdicts));
+}
+
+/// [`refresh`] with the verdicts already indexed (many problems, one index).
+pub fn refresh_with(p: &mut Problem, verdicts: &[Verdict], index: &VerdictIndex<'_>) {
+    let of = |s: &Subject| index.of(s).first().map(|&j| &verdicts[j]);
     let all: Vec<&Verdict> = std::iter::once(&p.root)
         .chain(p.members.iter())
         .filter_map(of)

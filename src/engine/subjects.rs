@@ -14,7 +14,7 @@
 //! quoted in `failed calling webhook "…"`, the CRD named in `conversion webhook for …`, or the
 //! group/version of the path matched against the bundle's APIServices and CRDs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::diagnosis::{Subject, SubjectKind};
 use crate::bundle::probes::ProbeKind;
@@ -63,8 +63,117 @@ fn subject(kind: SubjectKind, name: &str, parent: Option<&str>) -> Subject {
     }
 }
 
+/// The bundle's objects by the keys subjects and facts look them up by, built once per analysis,
+/// so that matching thousands of requests to thousands of objects is not a scan per request.
+///
+/// Every list keeps the bundle's order, so a lookup returns what a scan of the bundle would have
+/// found first (or, for `max_by_key`, last among equals).
+pub struct Lookup<'b> {
+    /// The bundle.
+    pub bundle: &'b EvidenceBundle,
+    remote_by_group: HashMap<&'b str, Vec<&'b ApiService>>,
+    api_by_name: HashMap<&'b str, &'b ApiService>,
+    webhooks_by_name: HashMap<&'b str, Vec<&'b Webhook>>,
+    crds_by_group: HashMap<&'b str, Vec<&'b Crd>>,
+    crd_by_name: HashMap<&'b str, &'b Crd>,
+    flow_schema_by_uid: HashMap<&'b str, &'b FlowSchema>,
+    level_by_uid: HashMap<&'b str, &'b PriorityLevel>,
+    levels_by_name: HashMap<&'b str, Vec<&'b PriorityLevel>>,
+}
+
+impl<'b> Lookup<'b> {
+    /// Index a bundle.
+    pub fn new(bundle: &'b EvidenceBundle) -> Self {
+        let mut l = Lookup {
+            bundle,
+            remote_by_group: HashMap::new(),
+            api_by_name: HashMap::new(),
+            webhooks_by_name: HashMap::new(),
+            crds_by_group: HashMap::new(),
+            crd_by_name: HashMap::new(),
+            flow_schema_by_uid: HashMap::new(),
+            level_by_uid: HashMap::new(),
+            levels_by_name: HashMap::new(),
+        };
+        for a in &bundle.api_services {
+            l.api_by_name.entry(&a.name).or_insert(a);
+            if !a.is_local() {
+                l.remote_by_group.entry(&a.group).or_default().push(a);
+            }
+        }
+        for w in &bundle.webhooks {
+            l.webhooks_by_name.entry(&w.name).or_default().push(w);
+        }
+        for c in &bundle.crds {
+            l.crds_by_group.entry(&c.group).or_default().push(c);
+            l.crd_by_name.entry(&c.name).or_insert(c);
+        }
+        for f in &bundle.flow_schemas {
+            l.flow_schema_by_uid.entry(&f.uid).or_insert(f);
+        }
+        for p in &bundle.priority_levels {
+            l.level_by_uid.entry(&p.uid).or_insert(p);
+            l.levels_by_name.entry(&p.name).or_default().push(p);
+        }
+        l
+    }
+
+    /// The first APIService of this name.
+    pub fn api_service(&self, name: &str) -> Option<&'b ApiService> {
+        self.api_by_name.get(name).copied()
+    }
+
+    /// The remote APIServices of a group, in bundle order.
+    fn remote_in_group(&self, group: &str) -> &[&'b ApiService] {
+        self.remote_by_group.get(group).map_or(&[], Vec::as_slice)
+    }
+
+    /// The webhooks of this name (any kind, any configuration), in bundle order.
+    pub fn webhooks_named(&self, name: &str) -> &[&'b Webhook] {
+        self.webhooks_by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// The first webhook of this name and subject kind (`ValidatingWebhook`, `MutatingWebhook`).
+    pub fn webhook(&self, kind: &str, name: &str) -> Option<&'b Webhook> {
+        self.webhooks_named(name)
+            .iter()
+            .find(|w| w.kind.subject_kind() == kind)
+            .copied()
+    }
+
+    /// The CRDs of a group, in bundle order.
+    fn crds_in_group(&self, group: &str) -> &[&'b Crd] {
+        self.crds_by_group.get(group).map_or(&[], Vec::as_slice)
+    }
+
+    /// The first CRD of this name.
+    pub fn crd(&self, name: &str) -> Option<&'b Crd> {
+        self.crd_by_name.get(name).copied()
+    }
+
+    /// The first FlowSchema of this uid.
+    pub fn flow_schema_by_uid(&self, uid: &str) -> Option<&'b FlowSchema> {
+        self.flow_schema_by_uid.get(uid).copied()
+    }
+
+    /// The first priority level of this uid.
+    pub fn priority_level_by_uid(&self, uid: &str) -> Option<&'b PriorityLevel> {
+        self.level_by_uid.get(uid).copied()
+    }
+
+    /// The priority levels of this name, in bundle order.
+    pub fn priority_levels_named(&self, name: &str) -> &[&'b PriorityLevel] {
+        self.levels_by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// The first priority level of this name.
+    pub fn priority_level(&self, name: &str) -> Option<&'b PriorityLevel> {
+        self.priority_levels_named(name).first().copied()
+    }
+}
+
 /// The object a probe concerns, as a reference (kind is a subject kind name).
-pub fn probe_target(bundle: &EvidenceBundle, probe: &Probe) -> Option<ObjectRef> {
+pub fn probe_target(lookup: &Lookup<'_>, probe: &Probe) -> Option<ObjectRef> {
     if let Some(t) = &probe.target
         && SubjectKind::parse(&t.kind).is_some()
     {
@@ -73,7 +182,7 @@ pub fn probe_target(bundle: &EvidenceBundle, probe: &Probe) -> Option<ObjectRef>
     if let Some(t) = probe
         .error_texts()
         .into_iter()
-        .find_map(|t| text_target(bundle, t))
+        .find_map(|t| text_target(lookup, t))
     {
         return Some(t);
     }
@@ -81,37 +190,36 @@ pub fn probe_target(bundle: &EvidenceBundle, probe: &Probe) -> Option<ObjectRef>
     if group.is_empty() {
         return None;
     }
-    let remote = bundle
-        .api_services
+    let remote = lookup
+        .remote_in_group(&group)
         .iter()
-        .filter(|a| !a.is_local() && a.group == group)
         .filter(|a| version.is_empty() || a.version == version)
         .max_by_key(|a| a.version_priority.unwrap_or(0));
     if let Some(a) = remote {
         return Some(ObjectRef::cluster("APIService", &a.name));
     }
-    bundle
-        .crds
+    lookup
+        .crds_in_group(&group)
         .iter()
-        .find(|c| c.group == group && (resource.is_empty() || c.plural == resource))
+        .find(|c| resource.is_empty() || c.plural == resource)
         .map(|c| ObjectRef::cluster("CustomResourceDefinition", &c.name))
 }
 
 /// The object an error text names: the webhook quoted in `failed calling webhook "…"` or `admission
 /// webhook "…" denied`, the CRD of `conversion webhook for <gv>, Kind=<Kind>`, or the APIService of a
 /// client's discovery failure — when the bundle has that object.
-pub fn text_target(bundle: &EvidenceBundle, text: &str) -> Option<ObjectRef> {
+pub fn text_target(lookup: &Lookup<'_>, text: &str) -> Option<ObjectRef> {
     if let Some(name) = quoted_after(text, "failed calling webhook \"")
         .or_else(|| quoted_after(text, "admission webhook \""))
         .or_else(|| quoted_after(text, "rejected by webhook \""))
-        && let Some(w) = bundle.webhooks.iter().find(|w| w.name == name)
+        && let Some(w) = lookup.webhooks_named(name).first()
     {
         return Some(ObjectRef::cluster(w.kind.subject_kind(), &w.name));
     }
-    if let Some(crd) = conversion_crd(bundle, text) {
+    if let Some(crd) = conversion_crd(lookup, text) {
         return Some(ObjectRef::cluster("CustomResourceDefinition", &crd.name));
     }
-    discovery_failure_apiservice(bundle, text).map(|a| ObjectRef::cluster("APIService", &a.name))
+    discovery_failure_apiservice(lookup, text).map(|a| ObjectRef::cluster("APIService", &a.name))
 }
 
 /// The text between `prefix` and the next `"`.
@@ -125,10 +233,7 @@ pub fn quoted_after<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
 /// The remote APIService of a group/version named by a client's discovery failure
 /// (`unable to retrieve the complete list of server APIs: <g>/<v>: …`, `couldn't get resource list
 /// for <g>/<v>: …`, `stale GroupVersion discovery: <g>/<v>`).
-fn discovery_failure_apiservice<'b>(
-    bundle: &'b EvidenceBundle,
-    text: &str,
-) -> Option<&'b ApiService> {
+fn discovery_failure_apiservice<'b>(lookup: &Lookup<'b>, text: &str) -> Option<&'b ApiService> {
     const PREFIXES: [&str; 3] = [
         "unable to retrieve the complete list of server APIs: ",
         "couldn't get resource list for ",
@@ -138,15 +243,16 @@ fn discovery_failure_apiservice<'b>(
         let start = text.find(prefix)? + prefix.len();
         let gv = text[start..].split([':', ',', ' ', '"']).next()?;
         let (group, version) = gv.split_once('/')?;
-        bundle
-            .api_services
+        lookup
+            .remote_in_group(group)
             .iter()
-            .find(|a| !a.is_local() && a.group == group && a.version == version)
+            .find(|a| a.version == version)
+            .copied()
     })
 }
 
 /// The CRD named by `conversion webhook for <group>/<version>, Kind=<Kind>` in a text.
-fn conversion_crd<'b>(bundle: &'b EvidenceBundle, text: &str) -> Option<&'b Crd> {
+fn conversion_crd<'b>(lookup: &Lookup<'b>, text: &str) -> Option<&'b Crd> {
     let start = text.find("conversion webhook for ")? + "conversion webhook for ".len();
     let rest = &text[start..];
     let gv = rest.split([',', ' ']).next()?;
@@ -156,10 +262,11 @@ fn conversion_crd<'b>(bundle: &'b EvidenceBundle, text: &str) -> Option<&'b Crd>
         .map(|i| &rest[i + 5..])
         .and_then(|k| k.split([' ', ',', ':']).next())
         .unwrap_or("");
-    bundle
-        .crds
+    lookup
+        .crds_in_group(group)
         .iter()
-        .find(|c| c.group == group && (kind.is_empty() || c.kind == kind))
+        .find(|c| kind.is_empty() || c.kind == kind)
+        .copied()
 }
 
 /// Group, version and resource a request addresses, from its path or kubectl's description
@@ -265,7 +372,7 @@ fn request_name(bundle: &EvidenceBundle, members: &[usize]) -> String {
 }
 
 /// Group failing observations into requests.
-fn request_groups(bundle: &EvidenceBundle) -> Vec<Vec<usize>> {
+fn request_groups(bundle: &EvidenceBundle, targets: &[Option<ObjectRef>]) -> Vec<Vec<usize>> {
     let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
     let mut order: Vec<(String, String)> = Vec::new();
     let mut loose: Vec<usize> = Vec::new();
@@ -332,7 +439,7 @@ fn request_groups(bundle: &EvidenceBundle) -> Vec<Vec<usize>> {
     // joins the one request it is evidently part of, else stands alone.
     let keyed = out.len();
     for i in loose {
-        match unique_home(bundle, &out[..keyed], i) {
+        match unique_home(bundle, targets, &out[..keyed], i) {
             Some(g) => out[g].push(i),
             None => out.push(vec![i]),
         }
@@ -342,7 +449,12 @@ fn request_groups(bundle: &EvidenceBundle) -> Vec<Vec<usize>> {
 
 /// The single keyed request a loose observation belongs to: the one that printed the very same
 /// error text with the same status, or — for a watch — the only watch of a compatible target.
-fn unique_home(bundle: &EvidenceBundle, groups: &[Vec<usize>], loose: usize) -> Option<usize> {
+fn unique_home(
+    bundle: &EvidenceBundle,
+    targets: &[Option<ObjectRef>],
+    groups: &[Vec<usize>],
+    loose: usize,
+) -> Option<usize> {
     let p = &bundle.probes[loose];
     let texts = p.error_texts();
     // The client's whole error line is the most specific text; any shared inner text comes next.
@@ -368,7 +480,7 @@ fn unique_home(bundle: &EvidenceBundle, groups: &[Vec<usize>], loose: usize) -> 
         }
     }
     p.watch.as_ref()?;
-    let target = probe_target(bundle, p);
+    let target = &targets[loose];
     let watches: Vec<usize> = groups
         .iter()
         .enumerate()
@@ -376,8 +488,8 @@ fn unique_home(bundle: &EvidenceBundle, groups: &[Vec<usize>], loose: usize) -> 
             g.iter().any(|&j| {
                 let q = &bundle.probes[j];
                 is_watch(q)
-                    && match (&target, probe_target(bundle, q)) {
-                        (Some(a), Some(b)) => *a == b,
+                    && match (target, &targets[j]) {
+                        (Some(a), Some(b)) => a == b,
                         _ => true,
                     }
             })
@@ -390,13 +502,11 @@ fn unique_home(bundle: &EvidenceBundle, groups: &[Vec<usize>], loose: usize) -> 
     }
 }
 
-fn related_subject(r: &ObjectRef, bundle: &EvidenceBundle) -> Option<Subject> {
+fn related_subject(r: &ObjectRef, lookup: &Lookup<'_>) -> Option<Subject> {
     let kind = SubjectKind::parse(&r.kind)?;
     let parent = match kind {
-        SubjectKind::ValidatingWebhook | SubjectKind::MutatingWebhook => bundle
-            .webhooks
-            .iter()
-            .find(|w| w.name == r.name && w.kind.subject_kind() == kind.as_str())
+        SubjectKind::ValidatingWebhook | SubjectKind::MutatingWebhook => lookup
+            .webhook(kind.as_str(), &r.name)
             .map(|w| w.configuration.as_str()),
         _ => None,
     };
@@ -441,6 +551,22 @@ fn has_etcd_evidence(b: &EvidenceBundle) -> bool {
 /// Every subject of the bundle, in a stable order: APIServices, webhooks, CRDs, FlowSchemas,
 /// PriorityLevels, the API server, etcd, then requests.
 pub fn subjects(bundle: &EvidenceBundle) -> Vec<SubjectEntry<'_>> {
+    let lookup = Lookup::new(bundle);
+    let targets: Vec<Option<ObjectRef>> = bundle
+        .probes
+        .iter()
+        .map(|p| probe_target(&lookup, p))
+        .collect();
+    subjects_with(&lookup, &targets)
+}
+
+/// [`subjects`] over an indexed bundle, with the object each probe concerns already known
+/// (`targets[i]` is [`probe_target`] of probe `i`).
+pub fn subjects_with<'b>(
+    lookup: &Lookup<'b>,
+    targets: &[Option<ObjectRef>],
+) -> Vec<SubjectEntry<'b>> {
+    let bundle = lookup.bundle;
     let mut out = Vec::new();
     for a in bundle.api_services.iter().filter(|a| !a.is_local()) {
         out.push(SubjectEntry {
@@ -468,10 +594,9 @@ pub fn subjects(bundle: &EvidenceBundle) -> Vec<SubjectEntry<'_>> {
         });
     }
     for f in &bundle.flow_schemas {
-        let related = bundle
-            .priority_levels
+        let related = lookup
+            .priority_levels_named(&f.priority_level)
             .iter()
-            .filter(|p| p.name == f.priority_level)
             .map(|p| subject(SubjectKind::PriorityLevel, &p.name, None))
             .collect();
         out.push(SubjectEntry {
@@ -502,7 +627,7 @@ pub fn subjects(bundle: &EvidenceBundle) -> Vec<SubjectEntry<'_>> {
         });
     }
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    for members in request_groups(bundle) {
+    for members in request_groups(bundle, targets) {
         let mut name = request_name(bundle, &members);
         let user = bundle.probes[members[0]].user.clone();
         let seen = names.entry(name.clone()).or_insert(0);
@@ -515,8 +640,7 @@ pub fn subjects(bundle: &EvidenceBundle) -> Vec<SubjectEntry<'_>> {
         }
         let mut related: Vec<Subject> = Vec::new();
         for &i in &members {
-            if let Some(r) =
-                probe_target(bundle, &bundle.probes[i]).and_then(|r| related_subject(&r, bundle))
+            if let Some(r) = targets[i].as_ref().and_then(|r| related_subject(r, lookup))
                 && !related.contains(&r)
             {
                 related.push(r);

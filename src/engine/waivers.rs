@@ -32,7 +32,7 @@ mod load;
 pub use load::{WaiverError, check_rule_ids, load_waivers, parse_waivers};
 
 use super::diagnosis::{
-    AppliedWaiver, Class, Diagnosis, Severity, SubjectKind, Verdict, WaiverNotice,
+    AppliedWaiver, Class, Diagnosis, Severity, Subject, SubjectKind, Verdict, WaiverNotice,
 };
 
 /// `kind` of a waivers file.
@@ -218,17 +218,20 @@ pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
     }
     // A waiver on a problem's root covers the verdicts that root explains (the requests that
     // failed because of it): they are the same cause, and a gate must not fail on its echo.
+    let mut first_of: std::collections::HashMap<Subject, usize> = std::collections::HashMap::new();
+    for (j, v) in d.verdicts.iter().enumerate() {
+        first_of.entry(v.subject.clone()).or_insert(j);
+    }
     for p in &d.problems {
-        let Some(root_waiver) = d
-            .verdicts
-            .iter()
-            .find(|v| v.subject == p.root)
-            .and_then(|v| v.waived.clone())
+        let Some(root_waiver) = first_of
+            .get(&p.root)
+            .and_then(|&j| d.verdicts[j].waived.clone())
         else {
             continue;
         };
+        let members: std::collections::HashSet<&Subject> = p.members.iter().collect();
         for v in d.verdicts.iter_mut() {
-            if v.waived.is_none() && p.members.contains(&v.subject) {
+            if v.waived.is_none() && members.contains(&v.subject) {
                 v.waived = Some(AppliedWaiver {
                     reason: format!("{} (explained by {})", root_waiver.reason, p.root),
                     expires: root_waiver.expires.clone(),
@@ -236,8 +239,9 @@ pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
             }
         }
     }
+    let index = crate::engine::problems::VerdictIndex::new(&d.verdicts);
     for p in &mut d.problems {
-        crate::engine::problems::refresh(p, &d.verdicts);
+        crate::engine::problems::refresh_with(p, &d.verdicts, &index);
     }
     crate::engine::problems::sort(&mut d.problems);
     d.summary = crate::engine::classify::summarize(&d.verdicts, &d.problems);

@@ -121,15 +121,19 @@ fn parse_documents(body: &str, skipped_lines: usize) -> Result<Vec<Value>, FileE
         }
         return Ok(docs);
     }
-    serde_saphyr::from_multiple::<Value>(body).map_err(|e| {
+    // `kubectl get -o yaml` of a large cluster is as big as the bundle made from it: the same
+    // size-scaled limits apply.
+    let options = crate::bundle::yaml_limits::options_for(body.len());
+    serde_saphyr::from_multiple_with_options::<Value>(body, options).map_err(|e| {
         let line = e.location().map_or(0, |l| l.line() as usize);
-        FileError::at(
-            line + skipped_lines,
-            format!(
-                "malformed YAML: {}",
-                e.to_string().lines().next().unwrap_or_default()
-            ),
-        )
+        let message =
+            crate::bundle::yaml_limits::budget_sentence(&e, body.len()).unwrap_or_else(|| {
+                format!(
+                    "malformed YAML: {}",
+                    e.to_string().lines().next().unwrap_or_default()
+                )
+            });
+        FileError::at(line + skipped_lines, message)
     })
 }
 

@@ -1,4 +1,5 @@
-//! Verdicts on the collection itself: a core source a live scan could not read.
+//! Verdicts on the collection itself: a core source a live scan could not read (or read only up
+//! to `--max-objects`), and an analysis `scan --timeout` stopped before every subject was judged.
 //!
 //! APIServices, webhook configurations and CRDs name every extension path a scan judges. When the
 //! API server refuses them (401/403), or they time out, the subjects they would have given are not
@@ -44,6 +45,7 @@ fn reason_words(r: GapReason) -> Option<&'static str> {
         GapReason::Timeout => Some("timed out"),
         GapReason::Unreachable => Some("unreachable"),
         GapReason::Error => Some("failed"),
+        GapReason::Capped => Some("stopped at --max-objects"),
         GapReason::NotServed
         | GapReason::NotSupplied
         | GapReason::Skipped
@@ -72,21 +74,81 @@ pub fn incomplete_collection(bundle: &EvidenceBundle) -> Vec<Verdict> {
         let mut v = Verdict::new(subject, Vec::new());
         v.class = Class::Inconclusive;
         v.severity = Severity::Critical;
-        v.summary = format!(
-            "the collection is incomplete: reading {what} {words}{}; every one of them is unjudged, so a failure there cannot be seen",
-            if gap.detail.is_empty() {
-                String::new()
-            } else {
-                format!(" — {}", gap.detail.trim())
-            }
-        );
-        v.next = vec![
-            format!("kubectl auth can-i list {resource}"),
-            "kubectl apply -f deploy/rbac.yaml   # the read-only ClusterRole extpath needs".into(),
-        ];
+        let detail = if gap.detail.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", gap.detail.trim())
+        };
+        v.summary = if gap.reason == GapReason::Capped {
+            format!(
+                "the collection is incomplete: reading {what} {words}{detail}; those beyond are unjudged, so a failure there cannot be seen"
+            )
+        } else {
+            format!(
+                "the collection is incomplete: reading {what} {words}{detail}; every one of them is unjudged, so a failure there cannot be seen"
+            )
+        };
+        v.next = if gap.reason == GapReason::Capped {
+            vec![
+                format!("kubectl get {resource} --no-headers | wc -l   # how many there are"),
+                "rerun with a larger --max-objects (each object costs a few kB of memory)".into(),
+            ]
+        } else {
+            vec![
+                format!("kubectl auth can-i list {resource}"),
+                "kubectl apply -f deploy/rbac.yaml   # the read-only ClusterRole extpath needs"
+                    .into(),
+            ]
+        };
         out.push(v);
     }
     out
+}
+
+/// The name of the `Source` subject of an analysis cut short by its deadline.
+pub const ANALYSIS_SOURCE: &str = "analysis";
+
+/// The `Inconclusive` verdict of an analysis that `scan --timeout` stopped before every subject
+/// was judged: critical, like a core source the collection could not read, because the subjects
+/// left unjudged could hide any failure (a gate must not pass on a half-read cluster).
+pub fn incomplete_analysis(cut: &crate::engine::eval::Cut) -> Verdict {
+    let total: usize = cut.unjudged.values().sum();
+    let kinds = cut
+        .unjudged
+        .iter()
+        .map(|(k, n)| format!("{k} ×{}", crate::bundle::yaml_limits::thousands(*n)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let subject = Subject {
+        kind: SubjectKind::Source,
+        name: ANALYSIS_SOURCE.to_string(),
+        namespace: None,
+        parent: None,
+    };
+    let mut v = Verdict::new(subject, Vec::new());
+    v.class = Class::Inconclusive;
+    v.severity = Severity::Critical;
+    v.summary = format!(
+        "the analysis is incomplete: --timeout {} ran out after {} of {} subjects were judged; {} are unjudged ({kinds}), so a failure there cannot be seen",
+        humantime(cut.timeout),
+        crate::bundle::yaml_limits::thousands(cut.judged),
+        crate::bundle::yaml_limits::thousands(cut.judged + total),
+        crate::bundle::yaml_limits::thousands(total),
+    );
+    v.next = vec![
+        "rerun with a longer --timeout (the collection stops at 90% of it; the analysis has the rest)".into(),
+        "kubectl extpath collect -o json > bundle.json && kubectl extpath analyze bundle.json   # analyze has no time limit".into(),
+    ];
+    v
+}
+
+fn humantime(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 #[cfg(test)]

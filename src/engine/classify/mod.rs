@@ -330,6 +330,7 @@ pub fn classify(
         .filter(|r| r.rules_run > 0)
         .map(|r| verdict_for(rules, r, &cluster_ruled_out))
         .chain(collection::incomplete_collection(bundle))
+        .chain(eval.cut.as_ref().map(collection::incomplete_analysis))
         .filter(|v| filter.keeps(&v.subject, v.class))
         .collect();
     verdicts.sort_by_key(rank);
@@ -383,7 +384,13 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
         .iter()
         .filter(|v| v.subject.kind == SubjectKind::Source && v.waived.is_none())
         .map(|v| v.subject.name.as_str())
+        .filter(|name| *name != collection::ANALYSIS_SOURCE)
         .collect();
+    let analysis_cut = verdicts.iter().any(|v| {
+        v.subject.kind == SubjectKind::Source
+            && v.subject.name == collection::ANALYSIS_SOURCE
+            && v.waived.is_none()
+    });
     let unjudged: Vec<&Verdict> = verdicts
         .iter()
         .filter(|v| {
@@ -398,6 +405,12 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
             "collection incomplete: {} could not be read, so what they name is not judged",
             unread.join(", ")
         ));
+    }
+    if analysis_cut {
+        parts.push(
+            "analysis incomplete: --timeout ran out before every subject was judged (Source/analysis says how many were not)"
+                .to_string(),
+        );
     }
     if !open.is_empty() {
         parts.push(problems_phrase(&open));

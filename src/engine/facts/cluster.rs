@@ -200,14 +200,7 @@ pub fn owned_health<'b>(
 /// server gave, when they can be tied to this APIService — the bundle has one remote APIService
 /// (a listing does not name its server's group).
 pub fn extension_health_fact(base: &FactBase<'_>, apiservice: &str) -> Value {
-    let remote: Vec<&str> = base
-        .bundle
-        .api_services
-        .iter()
-        .filter(|a| a.service.is_some())
-        .map(|a| a.name.as_str())
-        .collect();
-    let h = (remote == [apiservice])
+    let h = (base.sole_remote == Some(apiservice))
         .then(|| {
             owned_health(
                 base,

@@ -4,6 +4,9 @@
 //! Facts are built once per analysis for the cluster-wide variables (`cluster`, `apiserver`, `etcd`,
 //! `settings`) and once per subject for the subject's own variables, never once per rule: a bundle
 //! with 2,000 CRDs builds 2,000 CRD fact values and then runs every CRD rule against each.
+//! Everything a subject's facts look up — its observations, its log findings, its Service, the
+//! requests its FlowSchema classified — is indexed once in [`FactBase`], so the cost of an analysis
+//! grows with the bundle, not with subjects × evidence (`cargo bench --bench analyze_scale`).
 //!
 //! Which variables a rule may use depends on its subject kind ([`variables_for`]); the loader rejects
 //! a rule that names another. Every fact has the same shape whatever the evidence — absent objects
@@ -27,12 +30,13 @@ pub mod timed;
 pub mod value;
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use cel::Value;
 
 use super::diagnosis::SubjectKind;
 use super::settings::Settings;
-use super::subjects::{SubjectEntry, SubjectSource, probe_target};
+use super::subjects::{Lookup, SubjectEntry, SubjectSource, probe_target};
 use crate::bundle::{CollectionSource, EvidenceBundle, ObjectRef, ServiceRef, WebhookTarget, rbac};
 use value::list;
 
@@ -127,6 +131,103 @@ pub struct FactBase<'b> {
     /// The *timed* fact of each webhook and conversion webhook the timed hops name, by
     /// `(kind, name)`.
     pub traced: HashMap<(String, String), Value>,
+    /// The bundle's objects by name, group and uid.
+    pub lookup: Lookup<'b>,
+    /// The probes (indexes, in bundle order) that concern each object, by `(kind, name)`.
+    observations_by_target: HashMap<(String, String), Vec<usize>>,
+    /// The log findings (indexes, in bundle order) that concern each object, by `(kind, name)`.
+    logs_by_target: HashMap<(String, String), Vec<usize>>,
+    /// The log findings that mention each name a subject may look for, built on first use.
+    mentions: OnceLock<MentionIndex>,
+    /// The probes an APF FlowSchema classified, by its uid.
+    by_flow_schema_uid: HashMap<&'b str, Vec<usize>>,
+    /// The probes an APF priority level classified, by its uid.
+    by_priority_level_uid: HashMap<&'b str, Vec<usize>>,
+    /// The only remote APIService, when there is exactly one (an extension server's own health
+    /// endpoints can then only be its).
+    pub sole_remote: Option<&'b str>,
+}
+
+/// Which log findings contain each name or path a subject's `logs` may look for. One pass of an
+/// Aho-Corasick automaton over every message replaces a `contains` per subject per finding.
+struct MentionIndex {
+    logs: HashMap<String, Vec<usize>>,
+}
+
+impl MentionIndex {
+    fn new(base_bundle: &EvidenceBundle, candidates: Vec<String>) -> Self {
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        let mut patterns: Vec<String> = Vec::new();
+        for c in candidates {
+            if !c.is_empty() && !ids.contains_key(&c) {
+                ids.insert(c.clone(), patterns.len());
+                patterns.push(c);
+            }
+        }
+        let mut hits: Vec<Vec<usize>> = vec![Vec::new(); patterns.len()];
+        if let Ok(ac) = aho_corasick::AhoCorasick::new(&patterns) {
+            for (i, l) in base_bundle.log_findings.iter().enumerate() {
+                for m in ac.find_overlapping_iter(l.message.as_str()) {
+                    let found = &mut hits[m.pattern().as_usize()];
+                    if found.last() != Some(&i) {
+                        found.push(i);
+                    }
+                }
+            }
+        } else {
+            // The automaton could not be built (it never fails for plain strings within its size
+            // limits); the scan gives the same answer.
+            for (p, found) in patterns.iter().zip(&mut hits) {
+                for (i, l) in base_bundle.log_findings.iter().enumerate() {
+                    if l.message.contains(p.as_str()) {
+                        found.push(i);
+                    }
+                }
+            }
+        }
+        MentionIndex {
+            logs: patterns.into_iter().zip(hits).collect(),
+        }
+    }
+}
+
+/// Every name a subject's `logs` may search log messages for: each APIService's name and
+/// group/version, each webhook's name (bare and quoted), each CRD's name, and each probe's path.
+fn mention_candidates(b: &EvidenceBundle) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in &b.api_services {
+        out.push(a.name.clone());
+        out.push(format!("{}/{}", a.group, a.version));
+    }
+    for w in &b.webhooks {
+        out.push(w.name.clone());
+        out.push(format!("\"{}\"", w.name));
+    }
+    for c in &b.crds {
+        out.push(c.name.clone());
+    }
+    for p in &b.probes {
+        if let Some(path) = p.path.as_deref() {
+            out.push(path.split('?').next().unwrap_or("").to_string());
+        }
+    }
+    out
+}
+
+fn key(r: &ObjectRef) -> (String, String) {
+    (r.kind.clone(), r.name.clone())
+}
+
+fn index_by<'t>(
+    targets: impl Iterator<Item = Option<&'t ObjectRef>>,
+) -> HashMap<(String, String), Vec<usize>> {
+    let mut out: HashMap<(String, String), Vec<usize>> = HashMap::new();
+    for (i, t) in targets.enumerate() {
+        if let Some(t) = t {
+            out.entry(key(t)).or_default().push(i);
+        }
+    }
+    out
 }
 
 /// Lookups of the bundle's namespaced objects by `(namespace, name)`.
@@ -198,11 +299,36 @@ impl<'b> FactBase<'b> {
     pub fn new(bundle: &'b EvidenceBundle) -> Self {
         let live = matches!(bundle.collection.source, CollectionSource::Live { .. });
         let at = judging_time(bundle);
+        let lookup = Lookup::new(bundle);
         let probe_targets: Vec<Option<ObjectRef>> = bundle
             .probes
             .iter()
-            .map(|p| probe_target(bundle, p))
+            .map(|p| probe_target(&lookup, p))
             .collect();
+        let log_targets: Vec<Option<ObjectRef>> = bundle
+            .log_findings
+            .iter()
+            .map(|l| {
+                l.target
+                    .clone()
+                    .or_else(|| super::subjects::text_target(&lookup, &l.message))
+            })
+            .collect();
+        let mut by_flow_schema_uid: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_priority_level_uid: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, p) in bundle.probes.iter().enumerate() {
+            if let Some(uid) = p.headers.flow_schema_uid.as_deref() {
+                by_flow_schema_uid.entry(uid).or_default().push(i);
+            }
+            if let Some(uid) = p.headers.priority_level_uid.as_deref() {
+                by_priority_level_uid.entry(uid).or_default().push(i);
+            }
+        }
+        let mut remote = bundle.api_services.iter().filter(|a| a.service.is_some());
+        let sole_remote = match (remote.next(), remote.next()) {
+            (Some(a), None) => Some(a.name.as_str()),
+            _ => None,
+        };
         let request_facts = bundle
             .probes
             .iter()
@@ -253,51 +379,63 @@ impl<'b> FactBase<'b> {
             // A live collection read every role: a binding to a missing one grants nothing.
             rbac: crate::engine::rbac::Rbac::new(bundle, live),
             request_facts,
+            observations_by_target: index_by(probe_targets.iter().map(Option::as_ref)),
             probe_targets,
             log_facts: bundle.log_findings.iter().map(requests::log_fact).collect(),
             index: ObjectIndex::new(bundle),
             traced: timed::by_target(bundle),
-            log_targets: bundle
-                .log_findings
-                .iter()
-                .map(|l| {
-                    l.target
-                        .clone()
-                        .or_else(|| super::subjects::text_target(bundle, &l.message))
-                })
-                .collect(),
+            logs_by_target: index_by(log_targets.iter().map(Option::as_ref)),
+            log_targets,
+            mentions: OnceLock::new(),
+            by_flow_schema_uid,
+            by_priority_level_uid,
+            sole_remote,
+            lookup,
         }
     }
 
+    /// The request facts of the probes that concern `r` (same kind and name), in bundle order.
     fn observations_of(&self, r: &ObjectRef) -> Value {
+        let found = self.observations_by_target.get(&key(r));
         list(
-            self.probe_targets
-                .iter()
-                .zip(&self.request_facts)
-                .filter(|(t, _)| t.as_ref().is_some_and(|t| same(t, r)))
-                .map(|(_, f)| f.clone()),
+            found
+                .into_iter()
+                .flatten()
+                .map(|&i| self.request_facts[i].clone()),
         )
     }
 
+    /// The log facts of the findings that concern `r` (same kind and name) or whose message
+    /// contains one of `mentions`, in bundle order.
     fn logs_of(&self, r: &ObjectRef, mentions: &[String]) -> Value {
-        list(
-            self.bundle
-                .log_findings
-                .iter()
-                .zip(self.log_facts.iter().zip(&self.log_targets))
-                .filter(|(l, (_, target))| {
-                    target.as_ref().is_some_and(|t| same(t, r))
-                        || mentions
-                            .iter()
-                            .any(|m| !m.is_empty() && l.message.contains(m.as_str()))
-                })
-                .map(|(_, (f, _))| f.clone()),
-        )
+        let logs = &self.bundle.log_findings;
+        if logs.is_empty() {
+            return list(std::iter::empty());
+        }
+        let mut found: Vec<usize> = self
+            .logs_by_target
+            .get(&key(r))
+            .cloned()
+            .unwrap_or_default();
+        let index = self
+            .mentions
+            .get_or_init(|| MentionIndex::new(self.bundle, mention_candidates(self.bundle)));
+        for m in mentions.iter().filter(|m| !m.is_empty()) {
+            match index.logs.get(m) {
+                Some(hits) => found.extend(hits),
+                // A mention no subject of this bundle makes: scan for it.
+                None => found.extend(
+                    logs.iter()
+                        .enumerate()
+                        .filter(|(_, l)| l.message.contains(m.as_str()))
+                        .map(|(i, _)| i),
+                ),
+            }
+        }
+        found.sort_unstable();
+        found.dedup();
+        list(found.into_iter().map(|i| self.log_facts[i].clone()))
     }
-}
-
-fn same(a: &ObjectRef, b: &ObjectRef) -> bool {
-    a.kind == b.kind && a.name == b.name
 }
 
 /// The cluster-wide variables, built once per analysis.
@@ -323,17 +461,16 @@ fn subject_fact(entry: &SubjectEntry<'_>) -> Value {
 /// The request facts of the probes whose APF header (`uid_of`) names this object's `uid` — the
 /// requests a FlowSchema or priority level classified. An object without a uid has none.
 fn observations_with_uid(
+    by_uid: &HashMap<&str, Vec<usize>>,
     base: &FactBase<'_>,
     uid: &str,
-    uid_of: impl Fn(&crate::bundle::Probe) -> Option<&str>,
 ) -> Value {
+    let found = (!uid.is_empty()).then(|| by_uid.get(uid)).flatten();
     list(
-        base.bundle
-            .probes
-            .iter()
-            .zip(&base.request_facts)
-            .filter(|(p, _)| !uid.is_empty() && uid_of(p) == Some(uid))
-            .map(|(_, v)| v.clone()),
+        found
+            .into_iter()
+            .flatten()
+            .map(|&i| base.request_facts[i].clone()),
     )
 }
 
@@ -430,22 +567,19 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
             vars.push(("logs", base.logs_of(&r, std::slice::from_ref(&c.name))));
         }
         SubjectSource::FlowSchema(f) => {
-            let level = b
-                .priority_levels
-                .iter()
-                .find(|p| p.name == f.priority_level);
+            let level = base.lookup.priority_level(&f.priority_level);
             vars.push(("flowschema", cluster::flowschema_fact(base, Some(f))));
             vars.push(("prioritylevel", cluster::prioritylevel_fact(base, level)));
             vars.push((
                 "observations",
-                observations_with_uid(base, &f.uid, |p| p.headers.flow_schema_uid.as_deref()),
+                observations_with_uid(&base.by_flow_schema_uid, base, &f.uid),
             ));
         }
         SubjectSource::PriorityLevel(p) => {
             vars.push(("prioritylevel", cluster::prioritylevel_fact(base, Some(p))));
             vars.push((
                 "observations",
-                observations_with_uid(base, &p.uid, |x| x.headers.priority_level_uid.as_deref()),
+                observations_with_uid(&base.by_priority_level_uid, base, &p.uid),
             ));
         }
         SubjectSource::ApiServer | SubjectSource::Etcd => {
@@ -488,30 +622,21 @@ fn request_vars(
     let wh_ref = find(&["ValidatingWebhook", "MutatingWebhook"]);
     let crd_ref = find(&["CustomResourceDefinition"]);
     let target = api_ref.or(wh_ref).or(crd_ref).or(targets.first().copied());
-    let api = api_ref.and_then(|r| b.api_service(&r.name));
-    let wh = wh_ref.and_then(|r| {
-        b.webhooks
-            .iter()
-            .find(|w| w.name == r.name && w.kind.subject_kind() == r.kind)
-    });
-    let crd = crd_ref.and_then(|r| b.crds.iter().find(|c| c.name == r.name));
+    let lookup = &base.lookup;
+    let api = api_ref.and_then(|r| lookup.api_service(&r.name));
+    let wh = wh_ref.and_then(|r| lookup.webhook(&r.kind, &r.name));
+    let crd = crd_ref.and_then(|r| lookup.crd(&r.name));
     let fs = probes.iter().find_map(|p| {
         let uid = p.headers.flow_schema_uid.as_deref()?;
-        b.flow_schemas.iter().find(|f| f.uid == uid)
+        lookup.flow_schema_by_uid(uid)
     });
     let pl = probes
         .iter()
         .find_map(|p| {
             let uid = p.headers.priority_level_uid.as_deref()?;
-            b.priority_levels.iter().find(|l| l.uid == uid)
+            lookup.priority_level_by_uid(uid)
         })
-        .or_else(|| {
-            fs.and_then(|f| {
-                b.priority_levels
-                    .iter()
-                    .find(|l| l.name == f.priority_level)
-            })
-        });
+        .or_else(|| fs.and_then(|f| lookup.priority_level(&f.priority_level)));
     let mut vars = vec![
         (
             "request",

@@ -13,6 +13,7 @@
 //! * [`pki`] decodes and verifies certificates and generates test PKI; it knows nothing of bundles.
 //! * [`report`] renders a `Diagnosis` as a table, JSON, YAML, Markdown or JUnit XML.
 //! * [`cli`] is the clap surface: one file per subcommand, no domain logic.
+//! * [`fuzzing`] holds the bodies of the fuzz targets in `fuzz/`, one per untrusted-input entry point.
 //!
 //! The reference server never imports the engine: a server that knew the verdicts would make every
 //! replay test circular.
@@ -21,6 +22,7 @@ pub mod bundle;
 pub mod cli;
 pub mod collect;
 pub mod engine;
+pub mod fuzzing;
 pub mod pki;
 pub mod promtext;
 pub mod refserver;

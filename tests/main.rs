@@ -19,6 +19,7 @@ mod engine_captures;
 mod engine_design;
 mod engine_docs;
 mod engine_rules;
+mod fuzz_regressions;
 mod etcd;
 mod generalise;
 mod krew;

@@ -225,24 +225,28 @@ fn bundle(data: &[u8]) -> Outcome {
 fn raw_import(data: &[u8]) -> Outcome {
     let now = jiff::Timestamp::from_second(1_767_225_600).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     let name = format!("dir/{INPUT_NAME}.txt");
-    let mut outcome = Outcome::Accepted(0);
+    // Accepted when either reading accepts it: a file that only complements others (a status
+    // table) gives nothing alone inside a directory, yet is read when named.
+    let mut accepted = None;
+    let mut refusal = None;
     for in_directory in [false, true] {
         let opts = crate::bundle::raw::ImportOptions::default();
         match crate::bundle::raw::import_bytes(data, &name, in_directory, now, opts) {
             Ok(b) => {
                 consume(&b);
-                outcome = Outcome::Accepted(b.probes.len() + b.api_services.len());
+                accepted = Some(b.probes.len() + b.api_services.len());
             }
-            Err(e) => outcome = refused(e.to_string(), data.len(), Some(INPUT_NAME)),
+            Err(e) => refusal = Some(refused(e.to_string(), data.len(), Some(INPUT_NAME))),
         }
     }
-    outcome
+    accepted.map_or_else(|| refusal.unwrap_or(Outcome::Accepted(0)), Outcome::Accepted)
 }
 
 fn pem(data: &[u8]) -> Outcome {
     // The DER path directly too: the fuzzer reaches X.509 structure faster without base64.
-    let _ = crate::pki::decode_der(data, 0);
+    let der = crate::pki::decode_der(data, 0);
     match crate::pki::decode_pem(data) {
+        Err(_) if der.is_ok() => Outcome::Accepted(1),
         Ok(certs) => {
             for (info, der) in &certs {
                 let _ = crate::pki::der_to_pem(der);

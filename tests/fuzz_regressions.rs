@@ -30,7 +30,7 @@ fn inputs(dir: &Path) -> Vec<(Target, std::path::PathBuf)> {
         files.sort();
         out.extend(files.into_iter().map(|f| (target, f)));
     }
-    out.sort();
+    out.sort_by(|a, b| a.1.cmp(&b.1));
     out
 }
 

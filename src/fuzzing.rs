@@ -141,7 +141,10 @@ fn promtext(data: &[u8]) -> Outcome {
     // chunks that split lines, escapes and UTF-8 characters anywhere.
     let (a, b) = match data.len() {
         0 => (0, 0),
-        n => (usize::from(data[0]) % (n + 1), n - usize::from(data[n - 1]) % (n + 1)),
+        n => (
+            usize::from(data[0]) % (n + 1),
+            n - usize::from(data[n - 1]) % (n + 1),
+        ),
     };
     let (a, b) = (a.min(b), a.max(b));
     let chunked = {
@@ -239,7 +242,10 @@ fn raw_import(data: &[u8]) -> Outcome {
             Err(e) => refusal = Some(refused(e.to_string(), data.len(), Some(INPUT_NAME))),
         }
     }
-    accepted.map_or_else(|| refusal.unwrap_or(Outcome::Accepted(0)), Outcome::Accepted)
+    accepted.map_or_else(
+        || refusal.unwrap_or(Outcome::Accepted(0)),
+        Outcome::Accepted,
+    )
 }
 
 fn pem(data: &[u8]) -> Outcome {

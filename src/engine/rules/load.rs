@@ -175,21 +175,6 @@ fn one_line(message: &str) -> String {
         .collect()
 }
 
-#[cfg(test)]
-mod one_line_tests {
-    use super::*;
-
-    #[test]
-    fn a_cel_syntax_error_quoting_a_line_break_is_one_line() {
-        // Found by the `rules` fuzz target: an unterminated string spanning lines.
-        let e = compile("r.yaml", 3, "when", "'abc\ndef").expect_err("not CEL");
-        let shown = e.to_string();
-        assert!(!shown.contains('\n'), "{shown:?}");
-        assert!(shown.starts_with("r.yaml:3: when: CEL syntax error"), "{shown}");
-        assert_eq!(one_line("a\u{7}b\tc"), "a\\u{7}b\\tc");
-    }
-}
-
 /// The line where a spanned scalar's content starts: the next line for a block scalar.
 fn content_line(text: &str, s: &Spanned<String>) -> usize {
     let line = s.referenced.line() as usize;
@@ -642,4 +627,22 @@ fn subjects(file: &str, subject: &Spanned<OneOrMany>) -> Result<Vec<SubjectKind>
         ));
     }
     Ok(subjects)
+}
+
+#[cfg(test)]
+mod one_line_tests {
+    use super::*;
+
+    #[test]
+    fn a_cel_syntax_error_quoting_a_line_break_is_one_line() {
+        // Found by the `rules` fuzz target: an unterminated string spanning lines.
+        let e = compile("r.yaml", 3, "when", "'abc\ndef").expect_err("not CEL");
+        let shown = e.to_string();
+        assert!(!shown.contains('\n'), "{shown:?}");
+        assert!(
+            shown.starts_with("r.yaml:3: when: CEL syntax error"),
+            "{shown}"
+        );
+        assert_eq!(one_line("a\u{7}b\tc"), "a\\u{7}b\\tc");
+    }
 }

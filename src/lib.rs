@@ -15,6 +15,7 @@
 //!   [`promtext`]'s writer).
 //! * [`report`] renders a `Diagnosis` as a table, JSON, YAML, Markdown or JUnit XML.
 //! * [`cli`] is the clap surface: one file per subcommand, no domain logic.
+//! * [`fuzzing`] holds the bodies of the fuzz targets in `fuzz/`, one per untrusted-input entry point.
 //!
 //! The reference server never imports the engine: a server that knew the verdicts would make every
 //! replay test circular.
@@ -24,6 +25,7 @@ pub mod cli;
 pub mod collect;
 pub mod engine;
 pub mod exporter;
+pub mod fuzzing;
 pub mod pki;
 pub mod promtext;
 pub mod refserver;

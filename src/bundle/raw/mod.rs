@@ -321,16 +321,70 @@ fn import_file(
         path: shown.clone(),
         reason: e.to_string(),
     };
-    let mut file = std::fs::File::open(path).map_err(io)?;
+    let file = std::fs::File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
-    let mut head = vec![0u8; SNIFF_BYTES];
-    let n = read_up_to(&mut file, &mut head).map_err(io)?;
-    head.truncate(n);
     let ctx = FileCtx {
-        shown: shown.clone(),
+        shown,
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         stem: curl_stem(path),
     };
+    import_source(imp, ctx, file, size, explicit, opts)
+}
+
+/// The fuzzing entry point of the raw importer: import one file's `bytes` as if a file named
+/// `name` held them — every kind detector and reader behind [`import_paths_with`] runs, and the
+/// bundle is assembled at `now`. With `in_directory`, the bytes are treated as a file found inside
+/// a directory named on the command line (lenient unless `opts.strict`, and a file of no known
+/// kind is skipped); without it, as a file named on the command line (held to the letter).
+///
+/// # Errors
+/// As [`import_paths_with`] for that one file.
+pub fn import_bytes(
+    bytes: &[u8],
+    name: &str,
+    in_directory: bool,
+    now: jiff::Timestamp,
+    opts: ImportOptions,
+) -> Result<EvidenceBundle, RawImportError> {
+    let path = Path::new(name);
+    let mut imp = Importer::new(EvidenceBundle::new(CollectionSource::Raw {
+        paths: vec![name.to_string()],
+    }));
+    imp.lenient = in_directory && !opts.strict;
+    let ctx = FileCtx {
+        shown: name.to_string(),
+        dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        stem: curl_stem(path),
+    };
+    let size = bytes.len() as u64;
+    let used = import_source(&mut imp, ctx, bytes, size, !in_directory, opts)?;
+    if in_directory && !used {
+        return Err(RawImportError::NothingUsable {
+            path: name.to_string(),
+            files: 1,
+            why: ", none of a kind extpath imports".to_string(),
+        });
+    }
+    Ok(finish::assemble(imp, now))
+}
+
+/// Import what `source` (of `size` bytes) holds; `Ok(true)` when it gave evidence.
+fn import_source<R: Read>(
+    imp: &mut Importer,
+    ctx: FileCtx,
+    mut file: R,
+    size: u64,
+    explicit: bool,
+    opts: ImportOptions,
+) -> Result<bool, RawImportError> {
+    let shown = ctx.shown.clone();
+    let io = |e: std::io::Error| RawImportError::Io {
+        path: shown.clone(),
+        reason: e.to_string(),
+    };
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let n = read_up_to(&mut file, &mut head).map_err(io)?;
+    head.truncate(n);
     let complete = size as usize == n;
     if head.iter().all(u8::is_ascii_whitespace) && complete {
         if explicit {
@@ -474,7 +528,7 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_up_to<R: Read>(file: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match file.read(&mut buf[filled..])? {

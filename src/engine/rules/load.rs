@@ -149,12 +149,30 @@ pub fn load_sources<I: Iterator<Item = (String, String)>>(
     (set, errors)
 }
 
+/// Every message is one line (`file:line: message`): the CEL parser's messages quote the source,
+/// which may hold a line break or a control character, so those are written escaped.
 fn err(file: &str, line: usize, message: impl Into<String>) -> RuleError {
     RuleError {
         file: file.to_string(),
         line,
-        message: message.into(),
+        message: one_line(&message.into()),
     }
+}
+
+fn one_line(message: &str) -> String {
+    if !message.contains(char::is_control) {
+        return message.to_string();
+    }
+    message
+        .chars()
+        .map(|c| match c {
+            '\n' => "\\n".to_string(),
+            '\r' => "\\r".to_string(),
+            '\t' => "\\t".to_string(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// The line where a spanned scalar's content starts: the next line for a block scalar.
@@ -609,4 +627,22 @@ fn subjects(file: &str, subject: &Spanned<OneOrMany>) -> Result<Vec<SubjectKind>
         ));
     }
     Ok(subjects)
+}
+
+#[cfg(test)]
+mod one_line_tests {
+    use super::*;
+
+    #[test]
+    fn a_cel_syntax_error_quoting_a_line_break_is_one_line() {
+        // Found by the `rules` fuzz target: an unterminated string spanning lines.
+        let e = compile("r.yaml", 3, "when", "'abc\ndef").expect_err("not CEL");
+        let shown = e.to_string();
+        assert!(!shown.contains('\n'), "{shown:?}");
+        assert!(
+            shown.starts_with("r.yaml:3: when: CEL syntax error"),
+            "{shown}"
+        );
+        assert_eq!(one_line("a\u{7}b\tc"), "a\\u{7}b\\tc");
+    }
 }

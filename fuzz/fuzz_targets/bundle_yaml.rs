@@ -1,0 +1,11 @@
+//! Fuzz target `bundle_yaml`: the body is `extpath::fuzzing::Target::run`, shared with the stable
+//! regression test that replays `fuzz/regressions/bundle_yaml/`.
+#![no_main]
+
+use extpath::fuzzing::Target;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let target = Target::from_name("bundle_yaml").expect("a target of extpath::fuzzing");
+    let _ = target.run(data);
+});

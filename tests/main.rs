@@ -21,6 +21,7 @@ mod engine_docs;
 mod engine_rules;
 mod etcd;
 mod exporter;
+mod fleet;
 mod generalise;
 mod krew;
 mod prometheus;

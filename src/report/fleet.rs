@@ -256,11 +256,13 @@ fn table(
             out,
             "{}",
             bold(&format!(
-                "══ cluster {} ({}) — {}, exit {}",
+                "══ cluster {} ({}): {}",
                 c.context,
                 server_text(c),
-                c.brief(),
-                c.exit_code
+                match c.diagnosis {
+                    Some(_) => format!("{}; exit {}", c.brief(), c.exit_code),
+                    None => c.brief(),
+                }
             ))
         )?;
         match (&c.diagnosis, &c.error) {
@@ -284,7 +286,7 @@ fn table(
                 .unwrap_or_default();
             writeln!(
                 out,
-                "{} ({}) — {what}, exit {}",
+                "{} ({}): {what}; exit {}",
                 c.context,
                 server_text(c),
                 c.exit_code

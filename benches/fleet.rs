@@ -71,7 +71,8 @@ fn kubeconfig(servers: &[RunningServer]) -> String {
         let name = format!("c{i}");
         clusters.push(serde_json::json!({"name": name, "cluster": kc["clusters"][0]["cluster"]}));
         users.push(serde_json::json!({"name": name, "user": kc["users"][0]["user"]}));
-        contexts.push(serde_json::json!({"name": name, "context": {"cluster": name, "user": name}}));
+        contexts
+            .push(serde_json::json!({"name": name, "context": {"cluster": name, "user": name}}));
     }
     serde_json::to_string(&serde_json::json!({
         "apiVersion": "v1", "kind": "Config", "current-context": "c0",
@@ -82,6 +83,8 @@ fn kubeconfig(servers: &[RunningServer]) -> String {
 
 /// Run a command to its end; its wall time, exit code, stdout and peak RSS (KB), read with
 /// wait4 so that each process's peak is its own.
+// The child is reaped by wait4 (for its own rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn run(cmd: &mut Command) -> (Duration, i32, Vec<u8>, i64) {
     use std::io::Read;
     let started = Instant::now();

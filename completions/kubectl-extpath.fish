@@ -39,7 +39,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "com
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "version" -d 'Print the client version, the rules it carries, and the API server\'s version when it can be reached'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s s -l server -d 'The address and port of the Kubernetes API server' -r
@@ -161,7 +161,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; a
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s s -l server -d 'The address and port of the Kubernetes API server' -r
@@ -205,7 +205,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s f -l filename -d 'Send the object in this file (YAML or JSON) as a server-side dry-run create, or update when it exists. Needs --dry-run' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l dry-run -d 'Server-side dry run: the API server authenticates, authorizes, admits and validates the write and stores nothing. The only way why sends a write' -r -f -a "server\t''"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s s -l server -d 'The address and port of the Kubernetes API server' -r
@@ -260,7 +260,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario, or a recorded incident (--bundle, --raw), on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -s s -l server -d 'The address and port of the Kubernetes API server' -r
@@ -307,7 +307,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version"
 json\t'JSON (`clientVersion`, `rules`, `serverVersion`)'
 yaml\t'The same as YAML'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -s s -l server -d 'The address and port of the Kubernetes API server' -r

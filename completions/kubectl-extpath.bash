@@ -219,7 +219,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__collect)
-            opts="-s -n -v -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --max-objects --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --help"
+            opts="-s -n -v -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --max-objects --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --all-contexts --parallel --output-dir --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -379,6 +379,14 @@ _kubectl_extpath() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -W "yaml json" -- "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -949,7 +957,7 @@ _kubectl_extpath() {
             return 0
             ;;
         kubectl_extpath__subcmd__scan)
-            opts="-s -n -v -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --max-objects --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --color --wide --show-healthy --class --subject --rule --skip-rule --set --waivers --fail-on --rules --save-bundle --demo --help"
+            opts="-s -n -v -o -h --kubeconfig --context --cluster --user --server --certificate-authority --client-certificate --client-key --token --tls-server-name --insecure-skip-tls-verify --as --as-group --as-uid --namespace --request-timeout --v --window --timeout --max-scrape-bytes --max-series --max-objects --backend-address --probe-admission --pod-logs --skip-list-probe --skip-delegation-probe --etcd-metrics-url --etcd-cert --etcd-key --etcd-ca --prometheus --since --until --prometheus-bearer-token-file --prometheus-ca --prometheus-apiserver-selector --prometheus-etcd-selector --merge --output --color --wide --show-healthy --class --subject --rule --skip-rule --set --waivers --fail-on --rules --all-contexts --parallel --save-bundle --demo --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1144,6 +1152,10 @@ _kubectl_extpath() {
                     return 0
                     ;;
                 --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

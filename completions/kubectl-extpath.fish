@@ -39,7 +39,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "com
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "version" -d 'Print the client version, the rules it carries, and the API server\'s version when it can be reached'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s s -l server -d 'The address and port of the Kubernetes API server' -r
@@ -98,6 +98,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l fail-on -d 'Exit 1 when a verdict not waived is at or above this severity (Inconclusive counts as warning)' -r -f -a "warning\t'Warnings and critical verdicts (and Inconclusive ones)'
 critical\t'Critical verdicts only'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l rules -d 'A directory of additional rules (`<area>/<id>.yaml`); an id clash with a bundled rule is an error' -r -F
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l parallel -d 'With several contexts, how many clusters are collected at once. The default, 4, keeps 2 cores busy: a collection spends its time waiting (the metrics --window, the API server\'s answers, TLS handshakes to backends) and uses a few percent of a core meanwhile, so four overlap their waits without queueing for CPU; the benchmark in the README measures it' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l save-bundle -d 'Also write the evidence bundle to this file (YAML, or JSON when it ends in .json), to attach to the incident and analyse again elsewhere' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l probe-admission -d 'Send a server-side dry-run create (never stored) through each webhook that intercepts ConfigMap creation'
@@ -106,6 +107,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l skip-delegation-probe -d 'Do not send each aggregated group/version\'s discovery request again as an ordinary authenticated user (`extpath:delegation-probe`, group `system:authenticated`), which finds an extension server whose delegated authorization fails for everyone outside system:masters before a user does. It needs `impersonate` on users and groups (not in deploy/rbac.yaml: without it the probe is a gap); it is not sent when --as is given'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l wide -d 'The same as `-o wide` (kept for scripts written before it)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l show-healthy -d 'List every healthy subject in the table instead of one line that counts them'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l all-contexts -d 'Every context of the kubeconfig, as one fleet (`--context a,b,c` names some of them)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -l demo -d 'Scan the embedded demo instead of a cluster: the bundled reference server running fixtures/scenarios/demo.yaml (two broken aggregated APIs, a webhook timing out, a healthy webhook) with its clients. Needs no cluster and no kubeconfig'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand scan" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand import" -l raw -d 'Build the bundle from raw files and directories instead: kubectl output, /metrics dumps, certificates, curl output, logs (kinds are told from content, see docs/raw-import.md)' -r -F
@@ -162,7 +164,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; a
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "test" -d 'Run the `<id>.test.yaml` cases of rule directories (default `./rules`)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand rules; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s s -l server -d 'The address and port of the Kubernetes API server' -r
@@ -197,16 +199,19 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l merge -d 'Merge the evidence a collection cannot gather from this bundle (repeatable): client output (kubectl, curl), log findings, Events, certificates and APF state not already collected, and metrics and health checks of targets the collection has none of. `replay serve --bundle` writes such a file; its recording time then becomes the collection time' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s o -l output -d 'Output format' -r -f -a "yaml\t'YAML'
 json\t'JSON'"
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l parallel -d 'With several contexts, how many clusters are collected at once. The default, 4, keeps 2 cores busy: a collection spends its time waiting (the metrics --window, the API server\'s answers, TLS handshakes to backends) and uses a few percent of a core meanwhile, so four overlap their waits without queueing for CPU; the benchmark in the README measures it' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l output-dir -d 'Write a fleet bundle directory instead of printing: one bundle per context (`CONTEXT.yaml`, or `.json` with `-o json`) and an index, `fleet.yaml`, that names them (and says which contexts could not be collected, and why). `analyze DIR` reads it. Needs `--context` (one or several, comma-separated) or `--all-contexts`' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l insecure-skip-tls-verify -d 'If true, the server\'s certificate will not be checked for validity'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l probe-admission -d 'Send a server-side dry-run create (never stored) through each webhook that intercepts ConfigMap creation'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l pod-logs -d 'Read the last lines of the logs of the Pods behind APIServices and webhooks and keep the known error lines (needs `get` on pods/log, which deploy/rbac.yaml does not grant)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l skip-list-probe -d 'Do not list one resource of each aggregated group/version after its discovery answers (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l skip-delegation-probe -d 'Do not send each aggregated group/version\'s discovery request again as an ordinary authenticated user (`extpath:delegation-probe`, group `system:authenticated`), which finds an extension server whose delegated authorization fails for everyone outside system:masters before a user does. It needs `impersonate` on users and groups (not in deploy/rbac.yaml: without it the probe is a gap); it is not sent when --as is given'
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -l all-contexts -d 'Every context of the kubeconfig, as one fleet (`--context a,b,c` names some of them)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand collect" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s f -l filename -d 'Send the object in this file (YAML or JSON) as a server-side dry-run create, or update when it exists. Needs --dry-run' -r -F
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l dry-run -d 'Server-side dry run: the API server authenticates, authorizes, admits and validates the write and stores nothing. The only way why sends a write' -r -f -a "server\t''"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand why" -s s -l server -d 'The address and port of the Kubernetes API server' -r
@@ -261,7 +266,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; 
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Serve one scenario, or a recorded incident (--bundle, --raw), on 127.0.0.1 until interrupted, for kubectl and other real clients'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand replay; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand serve" -s s -l server -d 'The address and port of the Kubernetes API server' -r
@@ -311,7 +316,7 @@ complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version"
 json\t'JSON (`clientVersion`, `rules`, `serverVersion`)'
 yaml\t'The same as YAML'"
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l kubeconfig -d 'Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config)' -r -F
-complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l context -d 'The name of the kubeconfig context to use' -r
+complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l context -d 'The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated, scan them as a fleet)' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l cluster -d 'The name of the kubeconfig cluster to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -l user -d 'The name of the kubeconfig user to use' -r
 complete -c kubectl-extpath -n "__fish_kubectl_extpath_using_subcommand version" -s s -l server -d 'The address and port of the Kubernetes API server' -r

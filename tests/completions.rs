@@ -292,6 +292,15 @@ fn values_known_only_at_run_time_complete_too() {
         values(&["scan", "--kubeconfig", kc, "--context", ""]).0,
         ["prod-admin", "staging-admin"]
     );
+    // A fleet's comma-separated list: the last name completes, those listed are not offered again.
+    assert_eq!(
+        values(&["scan", "--kubeconfig", kc, "--context", "prod-admin,"]).0,
+        ["prod-admin,staging-admin"]
+    );
+    assert_eq!(
+        values(&["scan", "--kubeconfig", kc, "--context=staging-admin,p"]).0,
+        ["--context=staging-admin,prod-admin"]
+    );
     assert_eq!(
         values(&["collect", "--kubeconfig", kc, "-n", ""]).0,
         ["payments", "checkout"]

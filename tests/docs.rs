@@ -94,7 +94,7 @@ fn the_diagnosis_schema_describes_the_json_output() {
 /// `$ref`, `anyOf`/`oneOf`, `type` (with `null`), `enum`/`const`, `properties` with `required`
 /// and `additionalProperties`, `items`. Enough to catch a field the schema does not know, a
 /// missing required field, or a value of the wrong type.
-fn conforms(v: &Value, s: &Value, root: &Value, at: &str) -> Result<(), String> {
+pub(crate) fn conforms(v: &Value, s: &Value, root: &Value, at: &str) -> Result<(), String> {
     if s == &Value::Bool(true) {
         return Ok(());
     }

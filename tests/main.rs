@@ -21,6 +21,7 @@ mod engine_docs;
 mod engine_rules;
 mod etcd;
 mod exporter;
+mod fleet;
 mod fuzz_regressions;
 mod generalise;
 mod hostile_server;

@@ -233,8 +233,35 @@ pub fn report(d: &Diagnosis, flags: &AnalyzeFlags) -> anyhow::Result<u8> {
     })
 }
 
+/// Print a fleet report as the flags ask; the exit code is the worst cluster's.
+///
+/// # Errors
+/// Write errors.
+pub fn report_fleet(
+    f: &crate::report::fleet::FleetDiagnosis,
+    flags: &AnalyzeFlags,
+) -> anyhow::Result<u8> {
+    let opts = RenderOptions {
+        fail_on: flags.fail_on.severity(),
+        elapsed: Some(super::started().elapsed()),
+        show_healthy: flags.show_healthy,
+        ..RenderOptions::for_stdout(flags.color, flags.wide)
+    };
+    let format = match flags.output {
+        Format::Table if flags.wide => Format::Wide,
+        other => other,
+    };
+    let mut out = std::io::stdout().lock();
+    crate::report::fleet::render_fleet(f, format, &opts, &mut out)?;
+    out.flush()?;
+    Ok(f.summary.exit_code)
+}
+
 pub fn run(args: AnalyzeArgs) -> anyhow::Result<u8> {
     let prepared = args.flags.prepare()?;
+    if let Some(dir) = args.source.fleet_dir() {
+        return super::fleet::analyze_dir(dir, &args.flags, &prepared);
+    }
     let bundle = args.source.load()?;
     let diagnosis = prepared.diagnose(&bundle);
     report(&diagnosis, &args.flags)

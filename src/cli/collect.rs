@@ -291,6 +291,14 @@ pub struct CollectArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     pub output: DocFormat,
+    #[command(flatten)]
+    pub fleet: super::fleet::FleetFlags,
+    /// Write a fleet bundle directory instead of printing: one bundle per context
+    /// (`CONTEXT.yaml`, or `.json` with `-o json`) and an index, `fleet.yaml`, that names them
+    /// (and says which contexts could not be collected, and why). `analyze DIR` reads it. Needs
+    /// `--context` (one or several, comma-separated) or `--all-contexts`.
+    #[arg(long = "output-dir", value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
 }
 
 /// A progress bar on stderr, only when stderr is a terminal; with `-v 1` or more, a timed line per
@@ -411,21 +419,44 @@ pub async fn collect_bundle(
 ) -> anyhow::Result<crate::bundle::EvidenceBundle> {
     flags.check()?;
     let merges = flags.merges()?;
-    let conn = crate::collect::connect(&kube.connect_options()).await?;
-    let opts = flags.options(kube, &conn.namespace);
     let bar = Bar::with_verbosity(flags.verbosity);
-    let collected = crate::collect::collect(&conn, &opts, &bar).await;
+    let bundle = collect_bundle_with(kube, flags, &bar).await;
     bar.finish();
-    let collected = collected?;
-    if let Some(why) = collected.unreachable.or(collected.refused) {
-        return Err(super::unreachable_error(why));
-    }
-    let mut bundle = collected.bundle;
+    let mut bundle = bundle?;
     CollectFlags::apply_merges(&mut bundle, &merges);
     Ok(bundle)
 }
 
+/// Connect and collect, reporting to `progress` (a fleet collects several clusters at once and
+/// gives each none); exit 3 when the API server cannot be reached at all. `--merge` is not
+/// applied here.
+pub(crate) async fn collect_bundle_with(
+    kube: &KubeFlags,
+    flags: &CollectFlags,
+    progress: &dyn Progress,
+) -> anyhow::Result<crate::bundle::EvidenceBundle> {
+    let conn = crate::collect::connect(&kube.connect_options()).await?;
+    let opts = flags.options(kube, &conn.namespace);
+    let collected = crate::collect::collect(&conn, &opts, progress).await?;
+    if let Some(why) = collected.unreachable.or(collected.refused) {
+        return Err(super::unreachable_error(why));
+    }
+    Ok(collected.bundle)
+}
+
 pub fn run(args: CollectArgs) -> anyhow::Result<u8> {
+    if let Some(targets) = super::fleet::targets(&args.kube, &args.fleet)? {
+        let Some(dir) = &args.output_dir else {
+            return Err(super::input_error(
+                "several contexts need --output-dir DIR: one bundle per context and an index are written there",
+            ));
+        };
+        return super::fleet::collect_to_dir(&args, targets, dir);
+    }
+    if let Some(dir) = &args.output_dir {
+        let targets = super::fleet::single_target(&args.kube)?;
+        return super::fleet::collect_to_dir(&args, targets, dir);
+    }
     let rt = tokio::runtime::Runtime::new()?;
     let bundle = rt.block_on(collect_bundle(&args.kube, &args.collect))?;
     let text = match args.output {

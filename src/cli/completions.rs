@@ -408,6 +408,27 @@ impl Line<'_> {
 /// Candidates for one argument's value: its possible values, the values only known at run time
 /// ([`dynamic_values`]), or file/directory names when it is a path.
 fn values_of(arg: &Arg, typed: &str, prefix: &str, line: &Line) -> Completion {
+    // `scan --context a,b,<TAB>`: a fleet's contexts are a comma-separated list; complete its
+    // last name, keeping the names before it and leaving out those already listed.
+    if arg.get_id().as_str() == "context"
+        && let Some((head, tail)) = typed.rsplit_once(',')
+    {
+        let listed: Vec<&str> = head.split(',').collect();
+        let head = format!("{prefix}{head},");
+        let candidates = kubeconfig_values("context", line)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.value.starts_with(tail) && !listed.contains(&c.value.as_str()))
+            .map(|c| Candidate {
+                value: format!("{head}{}", c.value),
+                help: c.help,
+            })
+            .collect();
+        return Completion {
+            candidates,
+            directive: DIRECTIVE_NO_FILE_COMP,
+        };
+    }
     let mut candidates: Vec<Candidate> = arg
         .get_possible_values()
         .into_iter()

@@ -15,7 +15,8 @@ use super::{DocFormat, EXIT_OK};
 /// Evidence named on the command line: a bundle file, or raw incident files (`import`, `analyze`).
 #[derive(Debug, Args)]
 pub struct BundleSource {
-    /// A bundle file (YAML or JSON); `-` reads it from stdin.
+    /// A bundle file (YAML or JSON); `-` reads it from stdin. `analyze` also reads a fleet
+    /// bundle directory (`collect --context a,b --output-dir DIR`).
     #[arg(
         value_name = "FILE",
         required_unless_present = "raw",
@@ -35,6 +36,13 @@ pub struct BundleSource {
 }
 
 impl BundleSource {
+    /// The fleet bundle directory named as FILE, if it is one.
+    pub fn fleet_dir(&self) -> Option<&std::path::Path> {
+        self.file
+            .as_deref()
+            .filter(|p| super::fleet::is_fleet_dir(p))
+    }
+
     /// The bundle: loaded and validated, or imported from the raw files.
     ///
     /// # Errors

@@ -14,7 +14,8 @@ pub struct KubeFlags {
     /// Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, value_name = "FILE", global = true)]
     pub kubeconfig: Option<PathBuf>,
-    /// The name of the kubeconfig context to use.
+    /// The name of the kubeconfig context to use (`scan` and `collect`: several, comma-separated,
+    /// scan them as a fleet).
     #[arg(long, global = true)]
     pub context: Option<String>,
     /// The name of the kubeconfig cluster to use.

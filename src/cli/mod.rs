@@ -12,6 +12,7 @@ pub mod beside;
 mod collect;
 pub mod completions;
 mod explain;
+mod fleet;
 mod import;
 mod input;
 mod kube_flags;

@@ -1,5 +1,7 @@
 //! `scan`: collect from the live cluster and classify every extension path — what the on-call
 //! engineer and the CI gate run. Every `collect` option and every `analyze` option applies.
+//! With several contexts (`--context a,b,c`, `--all-contexts`) it scans them as a fleet
+//! ([`super::fleet`]).
 
 use std::path::PathBuf;
 
@@ -18,6 +20,8 @@ pub struct ScanArgs {
     pub collect: CollectFlags,
     #[command(flatten)]
     pub analyze: AnalyzeFlags,
+    #[command(flatten)]
+    pub fleet: super::fleet::FleetFlags,
     /// Also write the evidence bundle to this file (YAML, or JSON when it ends in .json), to attach
     /// to the incident and analyse again elsewhere.
     #[arg(long = "save-bundle", value_name = "FILE")]
@@ -25,7 +29,7 @@ pub struct ScanArgs {
     /// Scan the embedded demo instead of a cluster: the bundled reference server running
     /// fixtures/scenarios/demo.yaml (two broken aggregated APIs, a webhook timing out, a healthy
     /// webhook) with its clients. Needs no cluster and no kubeconfig.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "all_contexts")]
     pub demo: bool,
 }
 
@@ -94,6 +98,23 @@ pub fn run(mut args: ScanArgs) -> anyhow::Result<u8> {
         timeout,
     };
     args.collect.analysis_reserve = analysis_reserve(timeout);
+    if !args.demo
+        && let Some(targets) = super::fleet::targets(&args.kube, &args.fleet)?
+    {
+        if args.save_bundle.is_some() {
+            return Err(super::input_error(
+                "--save-bundle writes one cluster's bundle; for several contexts use `collect --output-dir DIR`, then `analyze DIR`",
+            ));
+        }
+        return super::fleet::scan(
+            &args.kube,
+            &args.collect,
+            &args.fleet,
+            &args.analyze,
+            &prepared,
+            targets,
+        );
+    }
     let rt = tokio::runtime::Runtime::new()?;
     let (bundle, diagnosis) = if args.demo {
         let bundle = rt.block_on(collect_demo(&args.collect, &args.kube))?;

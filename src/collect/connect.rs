@@ -233,6 +233,55 @@ async fn base_config(
     }
 }
 
+/// A context of the kubeconfig, with the server of its cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedContext {
+    /// The context's name.
+    pub name: String,
+    /// Its cluster's `server`, when the kubeconfig has one.
+    pub server: Option<String>,
+}
+
+/// The contexts of the kubeconfig the options name (`--kubeconfig`, else the `$KUBECONFIG` list,
+/// else `~/.kube/config`), in the file's order — what `kubectl config get-contexts` lists, read
+/// locally without connecting.
+///
+/// # Errors
+/// [`ConnectError::NoConfig`] when there is no kubeconfig, [`ConnectError::Kubeconfig`] when it
+/// cannot be read.
+pub fn kubeconfig_contexts(opts: &ConnectOptions) -> Result<Vec<NamedContext>, ConnectError> {
+    let kc = match &opts.kubeconfig {
+        Some(path) => Kubeconfig::read_from(path).map_err(kubeconfig_error)?,
+        None => match from_env_list()? {
+            Some(kc) => kc,
+            None => Kubeconfig::read().map_err(|_| ConnectError::NoConfig)?,
+        },
+    };
+    Ok(kc
+        .contexts
+        .iter()
+        .map(|c| {
+            let cluster = opts.cluster.clone().or_else(|| {
+                c.context
+                    .as_ref()
+                    .map(|ctx| ctx.cluster.clone())
+                    .filter(|n| !n.is_empty())
+            });
+            let server = opts.server.clone().or_else(|| {
+                kc.clusters
+                    .iter()
+                    .find(|n| Some(&n.name) == cluster.as_ref())
+                    .and_then(|n| n.cluster.as_ref())
+                    .and_then(|c| c.server.clone())
+            });
+            NamedContext {
+                name: c.name.clone(),
+                server: server.map(|s| s.trim_end_matches('/').to_string()),
+            }
+        })
+        .collect())
+}
+
 /// Build a client from the options.
 ///
 /// # Errors

@@ -9,7 +9,8 @@
 //! streamed line by line and never held whole.
 //!
 //! A server may send anything, so every deadline covers the whole body, not just the headers, and
-//! every body is bounded: a JSON answer by [`MAX_RESPONSE_BYTES`], a streamed one by its
+//! every body is bounded: a JSON answer by [`MAX_RESPONSE_BYTES`] (and all answers being read at
+//! once by [`MAX_HELD_BYTES`]), a streamed one by its
 //! [`LineLimits`] (the longest line and the most bytes). Body loops yield to the scheduler after
 //! every frame (`consume_budget`): a body that is always ready — a fast, endless one — would
 //! otherwise never let a deadline fire. When the headers arrived and the body did not, the error
@@ -146,6 +147,32 @@ pub enum FetchError {
 /// server is not sending what was asked.
 pub const MAX_RESPONSE_BYTES: u64 = 128 << 20;
 
+/// The most memory all non-streamed answers being read at once may hold, together. A scan reads
+/// a dozen answers at a time; with only the per-answer cap, a server whose every body never ends
+/// would cost a dozen times [`MAX_RESPONSE_BYTES`] (and a growing buffer briefly holds twice what
+/// it received). Real answers are megabytes: this budget only ever stops such a server.
+pub const MAX_HELD_BYTES: u64 = 192 << 20;
+
+/// Buffer capacity held right now by every [`read_body`] in the process.
+static HELD_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// One reader's share of [`HELD_BYTES`], given back when the reader ends.
+struct HeldShare(u64);
+
+impl HeldShare {
+    /// Account `n` more bytes of buffer; whether the process is still within [`MAX_HELD_BYTES`].
+    fn grow(&mut self, n: u64) -> bool {
+        self.0 += n;
+        HELD_BYTES.fetch_add(n, Ordering::Relaxed) + n <= MAX_HELD_BYTES
+    }
+}
+
+impl Drop for HeldShare {
+    fn drop(&mut self) {
+        HELD_BYTES.fetch_sub(self.0, Ordering::Relaxed);
+    }
+}
+
 /// A byte count in words: `812 bytes`, `1.2 MB`, `5.0 GB` (decimal units, as `curl` prints).
 pub fn size_words(n: u64) -> String {
     #[allow(clippy::cast_precision_loss)]
@@ -252,6 +279,18 @@ impl BodyProgress {
         )
     }
 
+    /// The error for a body dropped because the answers being read at once held too much.
+    pub fn over_budget(&self) -> FetchError {
+        self.body_error(
+            format!(
+                "the body was dropped after {}: the answers being read at once passed their {} budget",
+                size_words(self.received()),
+                size_words(MAX_HELD_BYTES)
+            ),
+            false,
+        )
+    }
+
     /// The error for a body past `limit` bytes.
     pub fn too_large(&self, limit: u64) -> FetchError {
         self.body_error(
@@ -279,6 +318,7 @@ where
     B::Error: std::error::Error + 'static,
 {
     let mut buf = bytes::BytesMut::new();
+    let mut share = HeldShare(0);
     while let Some(frame) = body.frame().await {
         tokio::task::consume_budget().await;
         let frame = frame.map_err(|e| progress.cut(&e))?;
@@ -286,7 +326,11 @@ where
             if progress.got(data.len()) > limit {
                 return Err(progress.too_large(limit));
             }
+            let before = buf.capacity();
             buf.extend_from_slice(&data);
+            if !share.grow((buf.capacity() - before) as u64) {
+                return Err(progress.over_budget());
+            }
         }
     }
     Ok(buf.freeze())
@@ -828,6 +872,24 @@ pub fn urlencode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_read_at_once_share_one_budget_given_back_when_each_ends() {
+        let mut small = HeldShare(0);
+        assert!(small.grow(1 << 20), "a megabyte is within the budget");
+        let mut huge = HeldShare(0);
+        assert!(
+            !huge.grow(MAX_HELD_BYTES),
+            "with another answer held, a whole budget more is past it"
+        );
+        drop(huge);
+        drop(small);
+        let mut again = HeldShare(0);
+        assert!(
+            again.grow(MAX_HELD_BYTES / 2),
+            "ended readers gave their share back"
+        );
+    }
 
     fn split(chunks: &[&[u8]], max_line: usize) -> (Vec<String>, Result<(), FetchError>) {
         let mut lines = Vec::new();

@@ -67,23 +67,78 @@ pub fn case_name(v: &Verdict) -> String {
 /// # Errors
 /// The writer's I/O errors.
 pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::io::Result<()> {
-    let verdicts = display_order(d);
+    let t = tally(d, opts);
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(out, r#"<testsuites name="extpath" {}>"#, t.attrs(opts))?;
+    write_suite(out, d, opts, "extpath", &[])?;
+    writeln!(out, "</testsuites>")
+}
+
+/// Test case counts of one diagnosis under `--fail-on`.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tally {
+    /// Test cases.
+    pub tests: usize,
+    /// Failing ones.
+    pub failures: usize,
+    /// Errors (a cluster that could not be collected, in a fleet report).
+    pub errors: usize,
+    /// Skipped (waived) ones.
+    pub skipped: usize,
+}
+
+impl Tally {
+    /// The counting attributes of a `<testsuite>` or `<testsuites>` element.
+    pub(crate) fn attrs(&self, opts: &RenderOptions) -> String {
+        let time = opts.elapsed.map_or(0.0, |e| e.as_secs_f64());
+        format!(
+            r#"tests="{}" failures="{}" errors="{}" skipped="{}" time="{time:.3}""#,
+            self.tests, self.failures, self.errors, self.skipped
+        )
+    }
+
+    /// The sum of two tallies.
+    pub(crate) fn add(self, o: Tally) -> Tally {
+        Tally {
+            tests: self.tests + o.tests,
+            failures: self.failures + o.failures,
+            errors: self.errors + o.errors,
+            skipped: self.skipped + o.skipped,
+        }
+    }
+}
+
+/// The counts of a diagnosis's test cases.
+pub(crate) fn tally(d: &Diagnosis, opts: &RenderOptions) -> Tally {
     let count = |o: Outcome| {
-        verdicts
+        d.verdicts
             .iter()
             .filter(|v| outcome(v, opts.fail_on) == o)
             .count()
     };
-    let (failures, skipped) = (count(Outcome::Failure), count(Outcome::Skipped));
-    let time = opts.elapsed.map_or(0.0, |e| e.as_secs_f64());
-    let totals = format!(
-        r#"tests="{}" failures="{failures}" errors="0" skipped="{skipped}" time="{time:.3}""#,
-        verdicts.len()
-    );
+    Tally {
+        tests: d.verdicts.len(),
+        failures: count(Outcome::Failure),
+        errors: 0,
+        skipped: count(Outcome::Skipped),
+    }
+}
 
-    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-    writeln!(out, r#"<testsuites name="extpath" {totals}>"#)?;
-    let mut suite = format!(r#"  <testsuite name="extpath" {totals}"#);
+/// One `<testsuite name="NAME">` for a diagnosis, with `properties` added to its own (a fleet
+/// report names each cluster's context and server there).
+pub(crate) fn write_suite(
+    out: &mut dyn Write,
+    d: &Diagnosis,
+    opts: &RenderOptions,
+    name: &str,
+    properties: &[(&str, String)],
+) -> std::io::Result<()> {
+    let verdicts = display_order(d);
+    let mut suite = format!(
+        r#"  <testsuite name="{}" {}"#,
+        attr(name),
+        tally(d, opts).attrs(opts)
+    );
     if let Some(t) = d.collected_at {
         // The JUnit schema's timestamp has no zone designator; the value is UTC.
         let _ = write!(
@@ -94,11 +149,12 @@ pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::
     }
     writeln!(out, "{suite}>")?;
     writeln!(out, "    <properties>")?;
-    for (name, value) in [
+    let own = [
         ("apiVersion", d.api_version.clone()),
         ("fail-on", opts.fail_on.to_string()),
         ("worst", worst_unwaived(d).to_string()),
-    ] {
+    ];
+    for (name, value) in properties.iter().cloned().chain(own) {
         writeln!(
             out,
             r#"      <property name="{name}" value="{}"/>"#,
@@ -123,8 +179,7 @@ pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::
         }
         writeln!(out, "    <system-err>{}</system-err>", body(&err))?;
     }
-    writeln!(out, "  </testsuite>")?;
-    writeln!(out, "</testsuites>")
+    writeln!(out, "  </testsuite>")
 }
 
 fn write_case(out: &mut dyn Write, v: &Verdict, fail_on: Severity) -> std::io::Result<()> {
@@ -240,13 +295,13 @@ fn suite_out(d: &Diagnosis) -> String {
 
 /// Escape element text. Characters XML 1.0 forbids (most C0 controls) become U+FFFD: evidence can
 /// carry anything a server sent, and one control byte would make the whole report unparseable.
-fn body(s: &str) -> String {
+pub(crate) fn body(s: &str) -> String {
     escape(s, false)
 }
 
 /// Escape an attribute value; line breaks and tabs become character references so that parsers
 /// do not normalise them to spaces.
-fn attr(s: &str) -> String {
+pub(crate) fn attr(s: &str) -> String {
     escape(s, true)
 }
 

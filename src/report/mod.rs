@@ -19,8 +19,10 @@
 //! * [`markdown`] — a document to paste into an incident.
 //! * [`junit`] — one `<testcase>` per subject, for CI.
 //! * [`json`], [`yaml`] — the Diagnosis as data.
+//! * [`fleet`] — several clusters' diagnoses as one report (`scan --context a,b,c`).
 //! * [`reference`] — the generated contract docs (`docs/*.schema.json`, `docs/bundle.md`).
 
+pub mod fleet;
 pub mod json;
 pub mod junit;
 pub mod markdown;

@@ -1,5 +1,5 @@
-//! The generated contract documents: `docs/diagnosis.schema.json`, `docs/bundle.schema.json` and
-//! `docs/bundle.md`.
+//! The generated contract documents: `docs/diagnosis.schema.json`, `docs/fleet.schema.json`,
+//! `docs/bundle.schema.json` and `docs/bundle.md`.
 //!
 //! The schemas come straight from the types (schemars); `bundle.md` is rendered from the bundle's
 //! schema — every description in it is a doc comment on a type in `src/bundle/` — behind a short
@@ -23,6 +23,7 @@ pub const UPDATE_COMMAND: &str = "UPDATE_DOCS=1 cargo test --test main docs";
 pub fn generated_docs() -> Vec<(&'static str, String)> {
     vec![
         ("docs/diagnosis.schema.json", diagnosis_schema_json()),
+        ("docs/fleet.schema.json", fleet_schema_json()),
         ("docs/bundle.schema.json", bundle_schema_json()),
         ("docs/bundle.md", bundle_reference_markdown()),
     ]
@@ -31,6 +32,12 @@ pub fn generated_docs() -> Vec<(&'static str, String)> {
 /// The JSON Schema of the `Diagnosis` document (`-o json`), pretty-printed.
 pub fn diagnosis_schema_json() -> String {
     let schema = schemars::schema_for!(Diagnosis);
+    pretty(&serde_json::to_value(schema).unwrap_or(Value::Null))
+}
+
+/// The JSON Schema of the fleet document (`scan --context a,b,c -o json`), pretty-printed.
+pub fn fleet_schema_json() -> String {
+    let schema = schemars::schema_for!(super::fleet::FleetDiagnosis);
     pretty(&serde_json::to_value(schema).unwrap_or(Value::Null))
 }
 

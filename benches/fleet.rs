@@ -81,40 +81,13 @@ fn kubeconfig(servers: &[RunningServer]) -> String {
     .expect("serialises")
 }
 
-/// Run a command to its end; its wall time, exit code, stdout and peak RSS (KB), read with
-/// wait4 so that each process's peak is its own.
-// The child is reaped by wait4 (for its own rusage), which clippy cannot see.
-#[allow(clippy::zombie_processes)]
+#[path = "support/child_peak.rs"]
+mod child_peak;
+
+/// Run a command to its end; its wall time, exit code, stdout and its own peak RSS (KB).
 fn run(cmd: &mut Command) -> (Duration, i32, Vec<u8>, i64) {
-    use std::io::Read;
-    let started = Instant::now();
-    let mut child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("command starts");
-    let mut out = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("piped")
-        .read_to_end(&mut out)
-        .expect("stdout reads");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: wait4 writes only into the status and the rusage we pass; the child is ours and
-    // has not been waited for.
-    let usage = unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::wait4(pid, &mut status, 0, &mut u);
-        u
-    };
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    (started.elapsed(), code, out, usage.ru_maxrss)
+    let f = child_peak::run(cmd);
+    (f.wall, f.code, f.stdout, f.peak_kb as i64)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -164,14 +164,8 @@ fn cpu_seconds() -> (f64, f64) {
     (of(libc::RUSAGE_SELF), of(libc::RUSAGE_CHILDREN))
 }
 
-fn peak_rss_of_children_kb() -> i64 {
-    // SAFETY: getrusage only writes into the struct we pass.
-    unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
-        u.ru_maxrss
-    }
-}
+#[path = "support/child_peak.rs"]
+mod child_peak;
 
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -223,17 +217,17 @@ fn main() {
         c
     };
 
-    // (c) extpath scan, first, so that getrusage(CHILDREN) reports its peak alone.
+    // (c) extpath scan, its peak memory its own (`child_peak`).
     let mut scan = extpath(&["scan"]);
     let started = Instant::now();
     let (server_cpu_before, _) = cpu_seconds();
     let requests_before = server.requests().len();
-    let out = scan.output().expect("scan runs");
+    let out = child_peak::run(&mut scan);
     let scan_time = started.elapsed();
     let (server_cpu_after, scan_cpu) = cpu_seconds();
     let server_cpu = server_cpu_after - server_cpu_before;
     let scan_requests = server.requests().len() - requests_before;
-    let scan_rss_kb = peak_rss_of_children_kb();
+    let scan_rss_kb = out.peak_kb;
     if let Some(dir) = std::env::var_os("EXTPATH_SCALE_OUT") {
         std::fs::write(
             std::path::Path::new(&dir).join("scale-diagnosis.json"),

@@ -1,0 +1,63 @@
+//! Run a child process to its end and measure its own peak resident memory.
+//!
+//! Not `wait4`'s or `getrusage(RUSAGE_CHILDREN)`'s `ru_maxrss`: on Linux a child spawned by
+//! vfork/exec (what `std::process::Command` does) starts its `maxrss` at the peak of the process
+//! it was spawned from, and the benches host reference servers of hundreds of megabytes in that
+//! process. The child's `VmHWM` in `/proc/<pid>/status` is its own, read every few milliseconds
+//! until it exits.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a finished child did.
+pub struct Finished {
+    pub wall: Duration,
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    /// Peak resident memory of the child itself, in KB.
+    pub peak_kb: u64,
+}
+
+fn vm_hwm_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Run `cmd` (stdout captured, stderr dropped) and measure it.
+pub fn run(cmd: &mut Command) -> Finished {
+    let started = Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("command starts");
+    let mut out = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out.read_to_end(&mut buf);
+        buf
+    });
+    let pid = child.id();
+    let mut peak_kb = 0;
+    // `try_wait` reaps the child only once it has exited, so until then the pid is the child's.
+    let status = loop {
+        peak_kb = peak_kb.max(vm_hwm_kb(pid).unwrap_or(0));
+        if let Some(status) = child.try_wait().expect("child waits") {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Finished {
+        wall: started.elapsed(),
+        code: status.code().unwrap_or(-1),
+        stdout: reader.join().expect("stdout reads"),
+        peak_kb,
+    }
+}

@@ -219,11 +219,15 @@ fn main() {
 
     // (c) extpath scan, its peak memory its own (`child_peak`).
     let mut scan = extpath(&["scan"]);
-    let started = Instant::now();
     let (server_cpu_before, _) = cpu_seconds();
     let requests_before = server.requests().len();
     let out = child_peak::run(&mut scan);
-    let scan_time = started.elapsed();
+    assert!(
+        out.code == 0 || out.code == 1,
+        "scan exited {} (0 or 1 expected: it ran to a verdict)",
+        out.code
+    );
+    let scan_time = out.wall;
     let (server_cpu_after, scan_cpu) = cpu_seconds();
     let server_cpu = server_cpu_after - server_cpu_before;
     let scan_requests = server.requests().len() - requests_before;

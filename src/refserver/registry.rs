@@ -73,6 +73,41 @@ struct Builtin {
 }
 
 const BUILTINS: &[Builtin] = &[
+    // Served so that kubectl can map the manifests in deploy/: ServiceAccounts, Deployments and
+    // CronJobs are stored and listed like any object; no controller acts on them.
+    Builtin {
+        group: "",
+        version: "v1",
+        resource: "serviceaccounts",
+        singular: "serviceaccount",
+        kind: "ServiceAccount",
+        namespaced: true,
+        short: &["sa"],
+        go_type: "*core.ServiceAccount",
+        status: false,
+    },
+    Builtin {
+        group: "apps",
+        version: "v1",
+        resource: "deployments",
+        singular: "deployment",
+        kind: "Deployment",
+        namespaced: true,
+        short: &["deploy"],
+        go_type: "*apps.Deployment",
+        status: true,
+    },
+    Builtin {
+        group: "batch",
+        version: "v1",
+        resource: "cronjobs",
+        singular: "cronjob",
+        kind: "CronJob",
+        namespaced: true,
+        short: &["cj"],
+        go_type: "*batch.CronJob",
+        status: true,
+    },
     Builtin {
         group: "",
         version: "v1",
@@ -268,6 +303,8 @@ pub const BUILTIN_GROUP_VERSIONS: &[(&str, &str, i64, i64)] = &[
     ("", "v1", 18000, 1),
     ("admissionregistration.k8s.io", "v1", 16700, 15),
     ("apiextensions.k8s.io", "v1", 16700, 15),
+    ("apps", "v1", 17800, 15),
+    ("batch", "v1", 17400, 15),
     ("apiregistration.k8s.io", "v1", 18000, 15),
     ("discovery.k8s.io", "v1", 16200, 15),
     ("flowcontrol.apiserver.k8s.io", "v1", 16100, 20),

@@ -1,14 +1,14 @@
 //! Fleet scan with the real parts: three reference servers in one kubeconfig — one broken (its
 //! APIService's Service is missing), one whose API server rejects the scanning credentials, one
 //! healthy — scanned in one `scan --context a,b,c` run, with `--all-contexts`, and collected into a
-//! fleet bundle directory that `analyze DIR` reads back. Each cluster's verdicts, each its own exit
-//! code, the run's exit code the worst; the JSON document checked against docs/fleet.schema.json;
-//! the table snapshotted.
+//! fleet bundle directory that `analyze DIR` reads back; and a fourth whose RBAC forbids every
+//! list. Each cluster's verdicts, each its own exit code, the run's exit code the worst; the JSON
+//! document checked against docs/fleet.schema.json; the table snapshotted.
 
 use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::{Value, json};
 
-use crate::collect::{Files, extpath_run, start};
+use crate::collect::{Files, extpath_run, start, start_text};
 
 /// The three clusters, and a kubeconfig naming them `broken`, `forbidden` and `healthy` (current:
 /// `healthy`).
@@ -406,4 +406,63 @@ async fn a_fleet_collected_to_a_directory_analyses_to_the_same_verdicts() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("broken.yaml"), "{}", r.stderr);
     f.shutdown().await;
+}
+
+/// A cluster whose API server knows the scanning identity but whose RBAC lets it read nothing
+/// (authenticated, every list forbidden) is its own row too: its exit code is that of a
+/// collection that read none of the core sources — never green — and the healthy cluster beside
+/// it keeps its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_whose_rbac_forbids_every_list_is_its_own_row_and_never_green() {
+    let text = std::fs::read_to_string(crate::util::repo().join("fixtures/scenarios/healthy.yaml"))
+        .unwrap()
+        .replacen(
+            "users:\n",
+            "users:\n  - name: nobody\n    token: nobody-token\n    allow: []\n",
+            1,
+        );
+    assert!(text.contains("nobody-token"), "the scenario's users moved");
+    let unpermitted = start_text(&text).await;
+    let fleet = Fleet::start().await;
+    let kc: Value = serde_saphyr::from_str(&unpermitted.kubeconfig(ClientAuth::Token)).unwrap();
+    let mut doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(fleet.files.path().join("kubeconfig")).unwrap(),
+    )
+    .unwrap();
+    doc["clusters"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "unpermitted", "cluster": kc["clusters"][0]["cluster"]}));
+    doc["users"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "nobody", "user": {"token": "nobody-token"}}));
+    doc["contexts"].as_array_mut().unwrap().push(
+        json!({"name": "unpermitted", "context": {"cluster": "unpermitted", "user": "nobody"}}),
+    );
+    fleet
+        .files
+        .write("kubeconfig", &serde_json::to_string(&doc).unwrap());
+    let r = fleet
+        .run("scan", &["--context", "healthy,unpermitted", "-o", "json"])
+        .await;
+    let d: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stderr));
+    let healthy = cluster(&d, "healthy");
+    assert_eq!(healthy["exit_code"], 0, "{healthy:#}");
+    let row = cluster(&d, "unpermitted");
+    // /version and the health endpoints stay readable to any authenticated user, so this is a
+    // collection that read no core source (exit 1, an Inconclusive critical verdict), not one that
+    // read nothing at all (exit 3).
+    assert_eq!(row["exit_code"], 1, "{row:#}");
+    assert!(
+        row["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["class"] == "Inconclusive" && v["severity"] == "critical"),
+        "a collection that read no core source says so: {row:#}"
+    );
+    assert_eq!(r.code, 1, "the run's exit code is the worst: {}", r.stderr);
+    fleet.shutdown().await;
+    unpermitted.shutdown().await;
 }

@@ -1,9 +1,10 @@
 //! Fleet scan with the real parts: three reference servers in one kubeconfig — one broken (its
 //! APIService's Service is missing), one whose API server rejects the scanning credentials, one
 //! healthy — scanned in one `scan --context a,b,c` run, with `--all-contexts`, and collected into a
-//! fleet bundle directory that `analyze DIR` reads back; and a fourth whose RBAC forbids every
-//! list. Each cluster's verdicts, each its own exit code, the run's exit code the worst; the JSON
-//! document checked against docs/fleet.schema.json; the table snapshotted.
+//! fleet bundle directory that `analyze DIR` reads back; and, beside a healthy one, a cluster whose
+//! RBAC forbids every list and one that refuses connections. Each cluster's verdicts, each its own
+//! exit code, the run's exit code the worst; the JSON document checked against
+//! docs/fleet.schema.json; the table snapshotted.
 
 use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::{Value, json};
@@ -409,11 +410,11 @@ async fn a_fleet_collected_to_a_directory_analyses_to_the_same_verdicts() {
 }
 
 /// A cluster whose API server knows the scanning identity but whose RBAC lets it read nothing
-/// (authenticated, every list forbidden) is its own row too: its exit code is that of a
-/// collection that read none of the core sources — never green — and the healthy cluster beside
-/// it keeps its own.
+/// (authenticated, every list forbidden) is its own row: its exit code is that of a collection
+/// that read none of the core sources — never green. A cluster whose port refuses connections is
+/// its own row with exit 3. The healthy cluster beside them keeps its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_whose_rbac_forbids_every_list_is_its_own_row_and_never_green() {
+async fn clusters_forbidden_by_rbac_or_gone_are_rows_of_their_own() {
     let text = std::fs::read_to_string(crate::util::repo().join("fixtures/scenarios/healthy.yaml"))
         .unwrap()
         .replacen(
@@ -440,11 +441,28 @@ async fn a_cluster_whose_rbac_forbids_every_list_is_its_own_row_and_never_green(
     doc["contexts"].as_array_mut().unwrap().push(
         json!({"name": "unpermitted", "context": {"cluster": "unpermitted", "user": "nobody"}}),
     );
+    // And a cluster that is gone: its port refuses connections.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("https://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let mut gone_cluster = kc["clusters"][0]["cluster"].clone();
+    gone_cluster["server"] = json!(gone);
+    doc["clusters"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "gone", "cluster": gone_cluster}));
+    doc["contexts"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "gone", "context": {"cluster": "gone", "user": "nobody"}}));
     fleet
         .files
         .write("kubeconfig", &serde_json::to_string(&doc).unwrap());
     let r = fleet
-        .run("scan", &["--context", "healthy,unpermitted", "-o", "json"])
+        .run(
+            "scan",
+            &["--context", "healthy,unpermitted,gone", "-o", "json"],
+        )
         .await;
     let d: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.stderr));
     let healthy = cluster(&d, "healthy");
@@ -462,7 +480,10 @@ async fn a_cluster_whose_rbac_forbids_every_list_is_its_own_row_and_never_green(
             .any(|v| v["class"] == "Inconclusive" && v["severity"] == "critical"),
         "a collection that read no core source says so: {row:#}"
     );
-    assert_eq!(r.code, 1, "the run's exit code is the worst: {}", r.stderr);
+    let gone_row = cluster(&d, "gone");
+    assert_eq!(gone_row["exit_code"], 3, "{gone_row:#}");
+    assert!(gone_row.get("verdicts").is_none(), "{gone_row:#}");
+    assert_eq!(r.code, 3, "the run's exit code is the worst: {}", r.stderr);
     fleet.shutdown().await;
     unpermitted.shutdown().await;
 }

@@ -20,7 +20,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::fetch::{
-    BodyProgress, FetchError, LineLimits, LineSplitter, MAX_RESPONSE_BYTES, bytes_cut, error_chain,
+    BodyBuffer, BodyProgress, FetchError, LineLimits, LineSplitter, MAX_RESPONSE_BYTES, bytes_cut,
+    error_chain,
 };
 
 /// A file or value given on the command line that cannot be used.
@@ -222,13 +223,10 @@ impl HttpEndpoint {
             let mut res = self.send(req).await?;
             let status = res.status().as_u16();
             progress.headers(status);
-            let mut body = bytes::BytesMut::new();
+            let mut body = BodyBuffer::default();
             while let Some(chunk) = res.chunk().await.map_err(|e| progress.cut(&e))? {
                 tokio::task::consume_budget().await;
-                if progress.got(chunk.len()) > MAX_RESPONSE_BYTES {
-                    return Err(progress.too_large(MAX_RESPONSE_BYTES));
-                }
-                body.extend_from_slice(&chunk);
+                body.push(&chunk, MAX_RESPONSE_BYTES, &progress)?;
             }
             Ok((status, body.freeze()))
         };

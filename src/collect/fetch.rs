@@ -157,6 +157,7 @@ pub const MAX_HELD_BYTES: u64 = 192 << 20;
 static HELD_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// One reader's share of [`HELD_BYTES`], given back when the reader ends.
+#[derive(Default)]
 struct HeldShare(u64);
 
 impl HeldShare {
@@ -317,23 +318,54 @@ where
     B: http_body::Body<Data = Bytes> + Unpin,
     B::Error: std::error::Error + 'static,
 {
-    let mut buf = bytes::BytesMut::new();
-    let mut share = HeldShare(0);
+    let mut buf = BodyBuffer::default();
     while let Some(frame) = body.frame().await {
         tokio::task::consume_budget().await;
         let frame = frame.map_err(|e| progress.cut(&e))?;
         if let Ok(data) = frame.into_data() {
-            if progress.got(data.len()) > limit {
-                return Err(progress.too_large(limit));
-            }
-            let before = buf.capacity();
-            buf.extend_from_slice(&data);
-            if !share.grow((buf.capacity() - before) as u64) {
-                return Err(progress.over_budget());
-            }
+            buf.push(&data, limit, progress)?;
         }
     }
     Ok(buf.freeze())
+}
+
+/// A whole body being gathered: bounded by a per-answer limit and by its share of
+/// [`MAX_HELD_BYTES`], which it gives back when gathered or dropped. Every client that holds a
+/// body whole (the API server's, etcd's and Prometheus's) gathers it here.
+#[derive(Default)]
+pub struct BodyBuffer {
+    buf: bytes::BytesMut,
+    share: HeldShare,
+}
+
+impl BodyBuffer {
+    /// Add a chunk, reporting it to `progress`.
+    ///
+    /// # Errors
+    /// [`FetchError::Body`] when the body passes `limit` or the process's budget.
+    pub fn push(
+        &mut self,
+        chunk: &[u8],
+        limit: u64,
+        progress: &BodyProgress,
+    ) -> Result<(), FetchError> {
+        if progress.got(chunk.len()) > limit {
+            return Err(progress.too_large(limit));
+        }
+        let before = self.buf.capacity();
+        self.buf.extend_from_slice(chunk);
+        if !self.share.grow((self.buf.capacity() - before) as u64) {
+            return Err(progress.over_budget());
+        }
+        Ok(())
+    }
+
+    /// The body gathered.
+    pub fn freeze(self) -> Bytes {
+        let BodyBuffer { buf, share } = self;
+        drop(share);
+        buf.freeze()
+    }
 }
 
 /// One page of a list, its items left undecoded.

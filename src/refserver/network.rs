@@ -123,12 +123,23 @@ pub fn route(state: &State, host: &str, port: u16) -> Result<(String, Option<u16
 /// Go's dial error text.
 pub async fn connect(state: &State, host: &str, port: u16) -> Result<TcpStream, String> {
     let (shown, target) = route(state, host, port)?;
-    let refused = format!("dial tcp {shown}: connect: connection refused");
-    let Some(p) = target else { return Err(refused) };
+    dial(&shown, target).await
+}
+
+/// Go's error for a dial to `shown` that nothing answers.
+fn refused(shown: &str) -> String {
+    format!("dial tcp {shown}: connect: connection refused")
+}
+
+/// Dial where a route landed (`None`: nothing listens there), failing in Go's words for `shown`.
+async fn dial(shown: &str, loopback_port: Option<u16>) -> Result<TcpStream, String> {
+    let Some(p) = loopback_port else {
+        return Err(refused(shown));
+    };
     TcpStream::connect(("127.0.0.1", p))
         .await
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::ConnectionRefused => refused,
+            std::io::ErrorKind::ConnectionRefused => refused(shown),
             _ => format!("dial tcp {shown}: {e}"),
         })
 }
@@ -292,7 +303,7 @@ impl ConnectionPool {
 pub async fn send(state: &State, out: Outbound<'_>) -> Result<Response<Incoming>, String> {
     let (shown, target) = route(state, out.host, out.port)?;
     let Some(loopback_port) = target else {
-        return Err(format!("dial tcp {shown}: connect: connection refused"));
+        return Err(refused(&shown));
     };
     let key = PoolKey {
         loopback_port,
@@ -354,13 +365,7 @@ async fn open(
     shown: &str,
     loopback_port: u16,
 ) -> Result<SendRequest<Full<Bytes>>, String> {
-    let refused = format!("dial tcp {shown}: connect: connection refused");
-    let tcp = TcpStream::connect(("127.0.0.1", loopback_port))
-        .await
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::ConnectionRefused => refused,
-            _ => format!("dial tcp {shown}: {e}"),
-        })?;
+    let tcp = dial(shown, Some(loopback_port)).await?;
     state
         .connections
         .opened

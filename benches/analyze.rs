@@ -6,6 +6,9 @@
 //!
 //! Run: `cargo bench --bench analyze` (release). `EXTPATH_BENCH_RUNS=N` changes the run count.
 
+#[path = "support/peak.rs"]
+mod peak;
+
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -16,16 +19,6 @@ use extpath::promtext::{Selection, apply_window, parse_str};
 const APISERVICES: usize = 500;
 const WEBHOOKS: usize = 300;
 const CRDS: usize = 2000;
-
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 /// A kube-apiserver exposition: the families the rules read, sized like a large cluster, plus
 /// `apiserver_request_duration_seconds`-style bulk that the parser must skip.
@@ -348,5 +341,5 @@ fn main() {
         times[times.len() / 2].as_secs_f64() / parse.as_secs_f64(),
         load.as_secs_f64() / parse.as_secs_f64()
     );
-    println!("peak RSS (whole process): {:.0} MB", peak_rss_mb());
+    println!("peak RSS (whole process): {:.0} MB", peak::own_mb());
 }

@@ -15,21 +15,14 @@
 #[path = "support/scale_bundle.rs"]
 mod scale_bundle;
 
+#[path = "support/peak.rs"]
+mod peak;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use extpath::bundle::EvidenceBundle;
 use extpath::engine::{Filter, RuleSet, Settings, analyze};
-
-fn peak_rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 /// One size, in this process; prints one `result` line for the parent.
 fn child(n: usize) {
@@ -40,7 +33,7 @@ fn child(n: usize) {
     let t = Instant::now();
     let bundle = scale_bundle::bundle(n);
     let build = t.elapsed();
-    let rss_bundle = peak_rss_mb();
+    let rss_bundle = peak::own_mb();
     let t = Instant::now();
     let json = serde_json::to_string(&bundle).expect("the bundle serialises");
     let back: EvidenceBundle = serde_json::from_str(&json).expect("and parses back");
@@ -73,7 +66,7 @@ fn child(n: usize) {
         baseline.as_secs_f64(),
         times[0].as_secs_f64(),
         times[times.len() / 2].as_secs_f64(),
-        peak_rss_mb()
+        peak::own_mb()
     );
 }
 

@@ -81,12 +81,12 @@ fn kubeconfig(servers: &[RunningServer]) -> String {
     .expect("serialises")
 }
 
-#[path = "support/child_peak.rs"]
-mod child_peak;
+#[path = "support/peak.rs"]
+mod peak;
 
 /// Run a command to its end; its wall time, exit code, stdout and its own peak RSS (KB).
 fn run(cmd: &mut Command) -> (Duration, i32, Vec<u8>, i64) {
-    let f = child_peak::run(cmd);
+    let f = peak::run(cmd);
     (f.wall, f.code, f.stdout, f.peak_kb as i64)
 }
 

@@ -164,8 +164,8 @@ fn cpu_seconds() -> (f64, f64) {
     (of(libc::RUSAGE_SELF), of(libc::RUSAGE_CHILDREN))
 }
 
-#[path = "support/child_peak.rs"]
-mod child_peak;
+#[path = "support/peak.rs"]
+mod peak;
 
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -217,11 +217,11 @@ fn main() {
         c
     };
 
-    // (c) extpath scan, its peak memory its own (`child_peak`).
+    // (c) extpath scan, its peak memory its own (`support/peak.rs`).
     let mut scan = extpath(&["scan"]);
     let (server_cpu_before, _) = cpu_seconds();
     let requests_before = server.requests().len();
-    let out = child_peak::run(&mut scan);
+    let out = peak::run(&mut scan);
     assert!(
         out.code == 0 || out.code == 1,
         "scan exited {} (0 or 1 expected: it ran to a verdict)",

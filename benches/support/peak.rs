@@ -1,10 +1,13 @@
-//! Run a child process to its end and measure its own peak resident memory.
+//! Peak resident memory, of this process or of a child run to its end. Each bench uses the part
+//! it needs.
 //!
 //! Not `wait4`'s or `getrusage(RUSAGE_CHILDREN)`'s `ru_maxrss`: on Linux a child spawned by
 //! vfork/exec (what `std::process::Command` does) starts its `maxrss` at the peak of the process
 //! it was spawned from, and the benches host reference servers of hundreds of megabytes in that
 //! process. The child's `VmHWM` in `/proc/<pid>/status` is its own, read every few milliseconds
 //! until it exits.
+
+#![allow(dead_code)]
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -19,7 +22,14 @@ pub struct Finished {
     pub peak_kb: u64,
 }
 
-fn vm_hwm_kb(pid: u32) -> Option<u64> {
+/// This process's own peak resident memory, in MB.
+pub fn own_mb() -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    vm_hwm_kb("self").map_or(0.0, |kb| kb as f64 / 1024.0)
+}
+
+/// `VmHWM` of `/proc/<pid>/status` (`pid` may be `self`), in KB.
+fn vm_hwm_kb(pid: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -48,7 +58,7 @@ pub fn run(cmd: &mut Command) -> Finished {
     let mut peak_kb = 0;
     // `try_wait` reaps the child only once it has exited, so until then the pid is the child's.
     let status = loop {
-        peak_kb = peak_kb.max(vm_hwm_kb(pid).unwrap_or(0));
+        peak_kb = peak_kb.max(vm_hwm_kb(&pid.to_string()).unwrap_or(0));
         if let Some(status) = child.try_wait().expect("child waits") {
             break status;
         }

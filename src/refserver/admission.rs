@@ -25,6 +25,7 @@ use super::request::RequestInfo;
 use super::state::State;
 use super::status::ApiError;
 use super::store::Key;
+use crate::semantics::label_selector::{self, Requirement};
 
 const DURATION: Desc = Desc {
     name: "apiserver_admission_webhook_admission_duration_seconds",
@@ -73,7 +74,11 @@ fn listed(list: &Value, v: &str) -> bool {
         .is_some_and(|a| a.iter().any(|x| x == "*" || x.as_str() == Some(v)))
 }
 
-fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource: &str) -> bool {
+/// Whether one `rules[]` entry of a webhook covers a write (apiserver's `rules.Matcher`: scope,
+/// operation, group, version, then resource with `*` and `res/*`, `*/sub` subresource patterns).
+/// Written apart from the collector's copy on purpose (see `crate::semantics`);
+/// `tests/semantics/webhook_rules.yaml` holds both to the Go answers.
+pub fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource: &str) -> bool {
     let resource = if subresource.is_empty() {
         def.resource.clone()
     } else {
@@ -97,34 +102,38 @@ fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource: &st
         && scope_ok
 }
 
-/// `metav1.LabelSelector` against labels.
+/// `metav1.LabelSelector` against labels (apimachinery's requirements, `crate::semantics`: a pure
+/// rule the collector's webhook matching applies too, held to `tests/semantics/label_selector.yaml`).
+/// A missing selector is the defaulted empty one, which matches everything.
 pub fn label_selector_matches(sel: &Value, labels: &Value) -> bool {
-    if sel.is_null() {
-        return true;
-    }
-    let get = |k: &str| labels.get(k).and_then(Value::as_str);
-    let ml = sel["matchLabels"]
+    let strs = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect()
+    };
+    let reqs: Vec<Requirement> = sel["matchLabels"]
         .as_object()
-        .is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
-    let me = sel["matchExpressions"].as_array().is_none_or(|es| {
-        es.iter().all(|e| {
-            let key = e["key"].as_str().unwrap_or("");
-            let vals: Vec<&str> = e["values"]
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| Requirement::equals(k, v.as_str().unwrap_or("")))
+        .chain(
+            sel["matchExpressions"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match e["operator"].as_str() {
-                Some("In") => get(key).is_some_and(|v| vals.contains(&v)),
-                Some("NotIn") => get(key).is_none_or(|v| !vals.contains(&v)),
-                Some("Exists") => get(key).is_some(),
-                Some("DoesNotExist") => get(key).is_none(),
-                _ => false,
-            }
-        })
-    });
-    ml && me
+                .map(|e| {
+                    Requirement::from_expression(
+                        e["key"].as_str().unwrap_or(""),
+                        e["operator"].as_str().unwrap_or(""),
+                        strs(&e["values"]),
+                    )
+                }),
+        )
+        .collect();
+    label_selector::matches_all(&reqs, |k| labels.get(k).and_then(Value::as_str))
 }
 
 fn webhook_applies(

@@ -110,13 +110,21 @@ fn resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
     }
 }
 
+/// apiserver's `matchPolicyRuleNonResourceURL`: `*`, the path itself, or — after dropping one
+/// trailing `*` and ensuring a trailing `/` — a prefix of the path. So `/healthz/*` covers
+/// `/healthz/etcd` and not `/healthz` ("`/healthz/*` matches all per-component health checks"),
+/// and a pattern without `*` covers the paths below it too. Written apart from the reference
+/// server's copy on purpose (see `crate::semantics`); `tests/semantics/flow_schema.yaml` holds
+/// both to the Go answers.
 fn url_matches(pattern: &str, path: &str) -> bool {
     if pattern == "*" || pattern == path {
         return true;
     }
-    pattern
-        .strip_suffix("/*")
-        .is_some_and(|prefix| path == prefix || path.starts_with(&format!("{prefix}/")))
+    let mut prefix = pattern.strip_suffix('*').unwrap_or(pattern).to_string();
+    if !prefix.ends_with('/') {
+        prefix.push('/');
+    }
+    path.starts_with(&prefix)
 }
 
 fn non_resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
@@ -334,7 +342,8 @@ mod tests {
             ..req
         };
         assert!(match_flow_schema(&schemas(), &req).is_none());
-        assert!(url_matches("/healthz/*", "/healthz"));
+        // Go's matchPolicyRuleNonResourceURL: the per-component checks, not `/healthz` itself.
+        assert!(!url_matches("/healthz/*", "/healthz"));
         assert!(!url_matches("/healthz/*", "/healthzx"));
     }
 

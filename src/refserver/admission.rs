@@ -144,35 +144,45 @@ fn webhook_applies(
     info: &RequestInfo,
     obj: &Value,
 ) -> bool {
-    let rules_ok = hook["rules"].as_array().is_some_and(|rs| {
-        rs.iter()
-            .any(|r| rule_matches(r, def, op, &info.subresource))
-    });
-    if !rules_ok {
-        return false;
-    }
-    let ns_labels = if def.kind == "Namespace" {
-        obj.pointer("/metadata/labels")
-            .cloned()
-            .unwrap_or(Value::Null)
-    } else if def.namespaced {
+    let ns_labels = if def.namespaced {
         state
             .store
             .get(&Key::new("", "namespaces", "", &info.namespace))
             .and_then(|n| n.pointer("/metadata/labels").cloned())
             .unwrap_or(Value::Null)
     } else {
-        // Cluster-scoped objects ignore namespaceSelector.
-        return label_selector_matches(
-            &hook["objectSelector"],
-            obj.pointer("/metadata/labels").unwrap_or(&Value::Null),
-        );
+        Value::Null
     };
-    label_selector_matches(&hook["namespaceSelector"], &ns_labels)
-        && label_selector_matches(
-            &hook["objectSelector"],
-            obj.pointer("/metadata/labels").unwrap_or(&Value::Null),
-        )
+    webhook_matches(hook, def, op, &info.subresource, &ns_labels, obj)
+}
+
+/// Whether the API server calls `hook` for a write of `obj`: some rule covers it, then the
+/// `namespaceSelector` holds for the labels of the object's namespace (`namespace_labels`) — or, for
+/// a Namespace, its own labels; other cluster-scoped objects ignore it — and the `objectSelector`
+/// holds for the object's labels.
+pub fn webhook_matches(
+    hook: &Value,
+    def: &ResourceDef,
+    op: Operation,
+    subresource: &str,
+    namespace_labels: &Value,
+    obj: &Value,
+) -> bool {
+    let rules_ok = hook["rules"]
+        .as_array()
+        .is_some_and(|rs| rs.iter().any(|r| rule_matches(r, def, op, subresource)));
+    if !rules_ok {
+        return false;
+    }
+    let own = obj.pointer("/metadata/labels").unwrap_or(&Value::Null);
+    let namespace_ok = if def.kind == "Namespace" {
+        label_selector_matches(&hook["namespaceSelector"], own)
+    } else if def.namespaced {
+        label_selector_matches(&hook["namespaceSelector"], namespace_labels)
+    } else {
+        true
+    };
+    namespace_ok && label_selector_matches(&hook["objectSelector"], own)
 }
 
 struct Hook {

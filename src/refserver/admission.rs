@@ -9,6 +9,14 @@
 //! have the names and labels of every supported release and the release's latency buckets (1.24
 //! tops out at 2.5 s: `profile.rs`), including the surprise the real captures show: a call failure
 //! is counted with `rejection_code="400"` although the client gets 500.
+//!
+//! Rule matching is apiserver's `rules.Matcher`, written here apart from the collector's copy
+//! (`collect/why/webhook_match.rs`) on purpose — this server is the oracle `why` is tested against —
+//! and held to the same answers by `tests/semantics/webhook_rules.yaml`. Label selectors are the
+//! shared `crate::semantics::label_selector`. `matchPolicy` is not modelled: a rule matches the
+//! request's own version only, as with `Exact`; with `Equivalent` (the default) kube-apiserver also
+//! calls a webhook whose rule names another served version of the same resource (a CRD with two
+//! versions), converting the object — not done here, and left out of the table.
 
 use std::time::Instant;
 

@@ -15,6 +15,10 @@
 //! the wait buckets are the release's (`profile.rs`: `…_request_concurrency_limit` and
 //! `…_request_concurrency_in_use` on 1.24, `…_nominal_limit_seats` and `…_current_executing_seats`
 //! as well on 1.30).
+//!
+//! Classification is apiserver's `match.go`, written here apart from the collector's copy
+//! (`collect/why/flow_match.rs`) on purpose — this server is the oracle `why` is tested against —
+//! and held to the same answers by `tests/semantics/flow_schema.yaml`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -5,6 +5,10 @@
 //! FlowSchemas are read as JSON because every flowcontrol version (v1beta1…v1) has the same spec
 //! shape there, and the bundle's own `FlowSchema` keeps the union of a rule's resource rules, which
 //! is too coarse to match with. Pure: the caller fetches the schemas.
+//!
+//! The reference server classifies its own requests with its own copy (`refserver/apf.rs`), kept
+//! apart on purpose: it is the oracle `why` is tested against, and a shared model would agree with
+//! itself when wrong. `tests/semantics/flow_schema.yaml` holds both to apiserver's `match.go`.
 
 use serde::Serialize;
 use serde_json::Value;

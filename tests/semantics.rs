@@ -7,8 +7,8 @@
 //! * `webhook_rules.yaml` — `collect::why::webhook_match` and `refserver::admission` (two on purpose);
 //! * `label_selector.yaml` — `semantics::label_selector` through the bundle's `LabelSelector`, the
 //!   reference server's webhook selectors and its `?labelSelector=` list filter;
-//! * `x509_host.yaml` — `semantics::x509_host` directly and through `pki::verify_server_chain` on a
-//!   real rcgen leaf.
+//! * `x509_host.yaml` — `semantics::x509_host` directly, through the engine's TLS facts and through
+//!   `pki::verify_server_chain` on a real rcgen leaf.
 
 use std::collections::BTreeMap;
 
@@ -415,6 +415,7 @@ fn x509_host_names_match_like_go_in_every_verifier() {
     for c in &cases {
         assert!(!c.source.is_empty(), "{}: no source", c.name);
         let direct = x509_host::verify_hostname(&c.dns, &c.ips, &c.host);
+        let engine = extpath::engine::facts::backend::covers(&c.dns, &c.ips, &c.host);
         let leaf = ca
             .issue(&LeafSpec {
                 common_name: "semantics-leaf".into(),

@@ -33,7 +33,7 @@ use super::request::RequestInfo;
 use super::state::State;
 use super::status::ApiError;
 use super::store::Key;
-use crate::semantics::label_selector::{self, Requirement};
+use crate::semantics::label_selector;
 
 const DURATION: Desc = Desc {
     name: "apiserver_admission_webhook_admission_duration_seconds",
@@ -114,34 +114,7 @@ pub fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource:
 /// rule the collector's webhook matching applies too, held to `tests/semantics/label_selector.yaml`).
 /// A missing selector is the defaulted empty one, which matches everything.
 pub fn label_selector_matches(sel: &Value, labels: &Value) -> bool {
-    let strs = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(String::from)
-            .collect()
-    };
-    let reqs: Vec<Requirement> = sel["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| Requirement::equals(k, v.as_str().unwrap_or("")))
-        .chain(
-            sel["matchExpressions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|e| {
-                    Requirement::from_expression(
-                        e["key"].as_str().unwrap_or(""),
-                        e["operator"].as_str().unwrap_or(""),
-                        strs(&e["values"]),
-                    )
-                }),
-        )
-        .collect();
-    label_selector::matches_all(&reqs, |k| labels.get(k).and_then(Value::as_str))
+    label_selector::json_selector_matches(sel, labels)
 }
 
 fn webhook_applies(

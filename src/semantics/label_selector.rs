@@ -246,3 +246,43 @@ pub fn parse(text: &str) -> Result<Vec<Requirement>, ParseError> {
         })
         .collect()
 }
+
+/// The requirements of a `metav1.LabelSelector` as stored JSON (`matchLabels` then
+/// `matchExpressions`, as `LabelSelectorAsSelector` builds them). A missing selector has none.
+pub fn requirements_of_json(sel: &serde_json::Value) -> Vec<Requirement> {
+    use serde_json::Value;
+    let strs = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect()
+    };
+    sel["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| Requirement::equals(k, v.as_str().unwrap_or("")))
+        .chain(
+            sel["matchExpressions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| {
+                    Requirement::from_expression(
+                        e["key"].as_str().unwrap_or(""),
+                        e["operator"].as_str().unwrap_or(""),
+                        strs(&e["values"]),
+                    )
+                }),
+        )
+        .collect()
+}
+
+/// Whether a stored `metav1.LabelSelector` selects an object's stored `metadata.labels`.
+pub fn json_selector_matches(sel: &serde_json::Value, labels: &serde_json::Value) -> bool {
+    matches_all(&requirements_of_json(sel), |k| {
+        labels.get(k).and_then(serde_json::Value::as_str)
+    })
+}

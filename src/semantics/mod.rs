@@ -5,10 +5,11 @@
 //! its inputs, fully specified by one Go function, lives here once and both sides call it:
 //!
 //! * [`x509_host`] — Go's `crypto/x509` host name matching (`VerifyHostname`), used by `pki`'s
-//!   chain verification (live handshakes, the reference server's clients) and by the raw importer's
-//!   choice of which supplied leaf serves which object;
+//!   chain verification (live handshakes, the reference server's clients), by the raw importer's
+//!   choice of which supplied leaf serves which object and by the engine's TLS facts;
 //! * [`label_selector`] — apimachinery's label selector requirements and their text form, used by
-//!   the bundle's `LabelSelector`, the reference server's webhook selectors and its list filter.
+//!   the bundle's `LabelSelector`, the reference server's webhook selectors, its ClusterRole
+//!   aggregation and its list filter.
 //!
 //! Rules that model *how the API server dispatches* a request — which FlowSchema classifies it
 //! (`refserver/apf.rs` vs `collect/why/flow_match.rs`) and which webhook rules cover it

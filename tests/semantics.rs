@@ -434,9 +434,13 @@ fn x509_host_names_match_like_go_in_every_verifier() {
             at,
         );
         let hostname_error = matches!(verified, Err(extpath::pki::VerifyError::Hostname { .. }));
-        if direct != c.matches || verified.is_ok() != c.matches || (!c.matches && !hostname_error) {
+        if direct != c.matches
+            || engine != c.matches
+            || verified.is_ok() != c.matches
+            || (!c.matches && !hostname_error)
+        {
             failures.push(format!(
-                "{} ({}): want matches={}, semantics::x509_host {direct}, pki::verify_server_chain {verified:?}",
+                "{} ({}): want matches={}, semantics::x509_host {direct}, engine facts {engine}, pki::verify_server_chain {verified:?}",
                 c.name, c.source, c.matches
             ));
         }

@@ -286,3 +286,32 @@ pub fn json_selector_matches(sel: &serde_json::Value, labels: &serde_json::Value
         labels.get(k).and_then(serde_json::Value::as_str)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The cases with their Go sources are in tests/semantics/label_selector.yaml; these pin the
+    // parser's shape and its error wording (what the reference server's 400 says).
+    #[test]
+    fn text_parses_into_requirements_and_errors_name_the_requirement() {
+        let reqs = parse("app=x, tier!=db,env in (a, b),!legacy,n>1").unwrap();
+        let ops: Vec<Operator> = reqs.iter().map(|r| r.operator).collect();
+        assert_eq!(
+            ops,
+            [
+                Operator::In,
+                Operator::NotIn,
+                Operator::In,
+                Operator::DoesNotExist,
+                Operator::GreaterThan
+            ]
+        );
+        assert_eq!(reqs[2].values, ["a", "b"]);
+        assert_eq!(
+            parse("app=x,env in (a").unwrap_err().to_string(),
+            "unable to parse requirement: env in (a"
+        );
+        assert!(parse("  ").unwrap().is_empty());
+    }
+}

@@ -92,3 +92,20 @@ pub fn verify_hostname<D: AsRef<str>, I: AsRef<str>>(
         .iter()
         .any(|pattern| dns_name_matches(pattern.as_ref(), host))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The cases with their Go sources are in tests/semantics/x509_host.yaml; this pins the split
+    // between the wildcard path and the exact-only path.
+    #[test]
+    fn only_valid_names_get_wildcards_and_trailing_dots() {
+        assert!(dns_name_matches("*.wardle.svc", "API.wardle.svc."));
+        assert!(!dns_name_matches("*.wardle.svc.", "api.wardle.svc"));
+        assert!(dns_name_matches("weird name", "WEIRD NAME"));
+        assert!(!dns_name_matches("-bad.svc", "x.svc"));
+        assert_eq!(host_ip("[::1]"), "::1".parse().ok());
+        assert!(verify_hostname(&[""; 0], &["::ffff:10.0.0.1"], "10.0.0.1"));
+    }
+}

@@ -34,6 +34,7 @@ struct GroupVersions {
 
 fn groups(state: &State) -> Vec<GroupVersions> {
     let (services, _) = state
+        .storage
         .store
         .list("apiregistration.k8s.io", "apiservices", None);
     let mut out: Vec<GroupVersions> = Vec::new();
@@ -111,7 +112,7 @@ pub fn group(state: &State, name: &str) -> Option<Value> {
 
 /// `/api/v1` or `/apis/<group>/<version>` of a locally served group/version.
 pub fn resource_list(state: &State, group: &str, version: &str) -> Option<Value> {
-    let defs = registry::in_group_version(&state.store, group, version);
+    let defs = registry::in_group_version(&state.storage.store, group, version);
     if defs.is_empty() {
         return None;
     }

@@ -42,6 +42,7 @@ pub fn pod_log(state: &Arc<State>, info: &RequestInfo) -> Result<Response<Body>,
         return Err(ApiError::method_not_allowed("", "pods", &info.verb));
     }
     let pod = state
+        .storage
         .store
         .get(&Key::new("", "pods", &info.namespace, &info.name))
         .ok_or_else(|| ApiError::not_found("", "pods", &info.name))?;
@@ -65,7 +66,7 @@ pub fn pod_log(state: &Arc<State>, info: &RequestInfo) -> Result<Response<Body>,
     let tail = info.param("tailLines").and_then(|t| t.parse().ok());
     let limit = info.param("limitBytes").and_then(|t| t.parse().ok());
     let text = backend_of(state, ip)
-        .and_then(|b| state.backend_logs.get(&b).cloned())
+        .and_then(|b| state.cluster.logs.get(&b).cloned())
         .map(|log| log.text(tail, limit))
         .unwrap_or_default();
     Ok(text_response(200, text))

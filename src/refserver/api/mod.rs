@@ -41,8 +41,13 @@ pub async fn serve(
             .to_string()
     };
     if info.is_resource {
-        let def = registry::resolve(&state.store, &info.group, &info.version, &info.resource)
-            .ok_or_else(ApiError::path_not_found)?;
+        let def = registry::resolve(
+            &state.storage.store,
+            &info.group,
+            &info.version,
+            &info.resource,
+        )
+        .ok_or_else(ApiError::path_not_found)?;
         if info.verb == "watch" {
             return watch::serve(state, &def, info).await;
         }
@@ -68,7 +73,7 @@ pub async fn serve(
     let verbose = info.query.contains_key("verbose");
     match path {
         "/version" => Ok(json_response(200, &health::version(state))),
-        "/metrics" => Ok(text_response(200, state.metrics_text())),
+        "/metrics" => Ok(text_response(200, state.observability.metrics_text())),
         "/api" => Ok(json_response(200, &discovery::core_versions(state))),
         "/apis" => Ok(json_response(200, &discovery::group_list(state))),
         p if p.starts_with("/healthz")

@@ -239,7 +239,7 @@ fn flowcontrol(state: &State, r: &Recorded, info: &RequestInfo) -> Option<Respon
         "prioritylevelconfigurations" => "PriorityLevelConfiguration",
         _ => return Some(ApiError::path_not_found().into_response()),
     };
-    let (items, rv) = state.store.list(FLOWCONTROL, &info.resource, None);
+    let (items, rv) = state.storage.store.list(FLOWCONTROL, &info.resource, None);
     let items: Vec<Value> = items
         .into_iter()
         .filter(|o| o["apiVersion"] == group_version.as_str())
@@ -283,7 +283,10 @@ fn served_groups(state: &State, r: &Recorded) -> Vec<(String, Vec<String>)> {
             add(g, v);
         }
     }
-    for d in registry::all(&state.store).into_iter().filter(|d| d.custom) {
+    for d in registry::all(&state.storage.store)
+        .into_iter()
+        .filter(|d| d.custom)
+    {
         add(&d.group, &d.version);
     }
     out
@@ -322,7 +325,8 @@ fn recorded_local_group_version(
         .api_services
         .iter()
         .any(|a| a.is_local() && a.group == info.group && a.version == info.version);
-    if !recorded || !registry::in_group_version(&state.store, &info.group, &info.version).is_empty()
+    if !recorded
+        || !registry::in_group_version(&state.storage.store, &info.group, &info.version).is_empty()
     {
         return None;
     }

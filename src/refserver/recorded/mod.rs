@@ -124,14 +124,15 @@ fn load(state: &State, bundle: &EvidenceBundle) -> anyhow::Result<()> {
             "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
             "status": {"phase": "Active"}});
         let _ = state
+            .storage
             .store
             .create(Key::new("", "namespaces", "", &ns), o, false);
     }
     for o in objects {
-        let key =
-            key_of(&state.store, &o).map_err(|e| anyhow::anyhow!("loading the recording: {e}"))?;
+        let key = key_of(&state.storage.store, &o)
+            .map_err(|e| anyhow::anyhow!("loading the recording: {e}"))?;
         // A second object of the same name (a hand-made bundle) cannot be stored; the first stays.
-        let _ = state.store.create(key, o, false);
+        let _ = state.storage.store.create(key, o, false);
     }
     Ok(())
 }
@@ -166,9 +167,14 @@ pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Res
         etcd_scrapes: AtomicUsize::new(0),
         no_backend_port: no_backend.local_addr()?.port(),
     });
-    let _ = state.recorded.set(recorded.clone());
-
-    let (addr, api) = serve_api(&state, &pki, options.port, &shutdown_rx).await?;
+    let (addr, api) = serve_api(
+        &state,
+        Some(recorded.clone()),
+        &pki,
+        options.port,
+        &shutdown_rx,
+    )
+    .await?;
     let mut tasks = vec![api];
     tasks.push(tokio::spawn(close_every_connection(
         no_backend,
@@ -182,12 +188,13 @@ pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Res
         etcd_addr = Some(l.local_addr()?);
         tasks.push(tokio::spawn(endpoints::serve_etcd(
             l,
-            recorded,
+            recorded.clone(),
             shutdown_rx.clone(),
         )));
     }
     Ok(RunningServer {
         state,
+        recorded: Some(recorded),
         addr,
         shutdown,
         tasks,
@@ -261,11 +268,11 @@ pub fn not_recorded(what: &str, group: &str, resource: &str) -> Response<Body> {
 /// authentication, before APF and authorization: a recorded answer is given exactly as recorded.
 pub async fn answer(
     state: &State,
+    r: &Recorded,
     info: &RequestInfo,
     path_and_query: &str,
     user: &str,
 ) -> Option<Response<Body>> {
-    let r = state.recorded.get()?;
     if let Some(resp) = outcomes::answer(r, info, path_and_query, user).await {
         return Some(resp);
     }
@@ -295,6 +302,6 @@ pub async fn answer(
 impl RunningServer {
     /// The recorded bundle this server replays, when it replays one.
     pub fn recording(&self) -> Option<&EvidenceBundle> {
-        self.state.recorded.get().map(|r| &r.bundle)
+        self.recorded.as_deref().map(|r| &r.bundle)
     }
 }

@@ -428,11 +428,7 @@ pub async fn admit(
                     let bytes = base64::engine::general_purpose::STANDARD.decode(patch).map_err(|e| {
                         ApiError::internal(&format!("failed calling webhook \"{name}\": received invalid webhook response: {e}"))
                     })?;
-                    super::api::patch::apply_patch(
-                        &mut obj,
-                        "application/json-patch+json",
-                        &bytes,
-                    )?;
+                    super::patch::apply_patch(&mut obj, "application/json-patch+json", &bytes)?;
                 }
             }
         }

@@ -28,6 +28,7 @@ pub mod handler;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod network;
+pub mod patch;
 pub mod profile;
 pub mod rbac;
 pub mod recorded;

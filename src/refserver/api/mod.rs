@@ -7,7 +7,6 @@
 pub mod discovery;
 pub mod health;
 pub mod logs;
-pub mod patch;
 pub mod rest;
 pub mod select;
 pub mod table;

@@ -18,13 +18,13 @@ use super::super::admission::{self, Operation};
 use super::super::authn::UserInfo;
 use super::super::controllers::{after_write, default_on_create, key_of};
 use super::super::conversion;
+use super::super::patch::apply_patch;
 use super::super::registry::ResourceDef;
 use super::super::request::RequestInfo;
 use super::super::state::State;
 use super::super::status::{ApiError, json_response};
 use super::super::storage::storage_op;
 use super::super::store::{Key, StoreError};
-use super::patch::apply_patch;
 use super::select::filter;
 use super::table;
 

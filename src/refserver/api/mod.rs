@@ -51,7 +51,7 @@ pub async fn serve(
             return watch::serve(state, &def, info).await;
         }
         if def.group.is_empty() && def.resource == "pods" && info.subresource == "log" {
-            return logs::pod_log(state, info);
+            return logs::pod_log(&state.storage.store, &state.cluster, info);
         }
         let accept = header(http::header::ACCEPT);
         let content_type = header(http::header::CONTENT_TYPE);
@@ -74,7 +74,10 @@ pub async fn serve(
         "/version" => Ok(json_response(200, &health::version(state))),
         "/metrics" => Ok(text_response(200, state.observability.metrics_text())),
         "/api" => Ok(json_response(200, &discovery::core_versions(state))),
-        "/apis" => Ok(json_response(200, &discovery::group_list(state))),
+        "/apis" => Ok(json_response(
+            200,
+            &discovery::group_list(&state.storage.store),
+        )),
         p if p.starts_with("/healthz")
             || p.starts_with("/livez")
             || p.starts_with("/readyz")
@@ -87,18 +90,20 @@ pub async fn serve(
             ))
         }
         _ if info.prefix == "api" && !info.version.is_empty() => {
-            discovery::resource_list(state, "", &info.version)
+            discovery::resource_list(&state.storage.store, "", &info.version)
                 .map(|v| json_response(200, &v))
                 .ok_or_else(ApiError::path_not_found)
         }
         _ if info.prefix == "apis" && info.version.is_empty() => {
-            discovery::group(state, &info.group)
+            discovery::group(&state.storage.store, &info.group)
                 .map(|v| json_response(200, &v))
                 .ok_or_else(ApiError::path_not_found)
         }
-        _ if info.prefix == "apis" => discovery::resource_list(state, &info.group, &info.version)
-            .map(|v| json_response(200, &v))
-            .ok_or_else(ApiError::path_not_found),
+        _ if info.prefix == "apis" => {
+            discovery::resource_list(&state.storage.store, &info.group, &info.version)
+                .map(|v| json_response(200, &v))
+                .ok_or_else(ApiError::path_not_found)
+        }
         _ => Err(ApiError::path_not_found()),
     }
 }

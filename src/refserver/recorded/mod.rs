@@ -279,7 +279,7 @@ pub async fn answer(
     if let Some(resp) = endpoints::answer(r, info) {
         return Some(resp);
     }
-    if let Some(resp) = discovery::answer(state, r, info) {
+    if let Some(resp) = discovery::answer(&state.storage.store, r, info) {
         return Some(resp);
     }
     if !matches!(info.method.as_str(), "GET" | "HEAD") {

@@ -159,7 +159,8 @@ pub async fn handle(
     // A replayed recording answers what it recorded as it was recorded, before APF and the rest.
     if let Some(r) = recorded
         && let Some(resp) =
-            super::recorded::answer(&state, r, &info, &path_and_query, &user.name).await
+            super::recorded::answer(&state.storage.store, r, &info, &path_and_query, &user.name)
+                .await
     {
         return resp;
     }

@@ -8,7 +8,7 @@
 //! given). The same request handling is a `tower::Service` ([`RunningServer::service`]) that
 //! `kube::Client::new` accepts, for in-process tests without a socket.
 //!
-//! [`recorded::start`] serves a recorded bundle instead of a scenario: the same server, answering
+//! [`RefServer::replay`] serves a recorded bundle instead of a scenario: the same server, answering
 //! from the recording (`replay serve --bundle`).
 //!
 //! This module never imports `crate::engine`: a server that knew the verdicts would make every
@@ -81,6 +81,63 @@ pub struct StartOptions {
 pub struct RefServer;
 
 impl RefServer {
+    /// Start a server replaying a recorded bundle instead of running a scenario: the same server,
+    /// answering from the recording ([`recorded`]).
+    ///
+    /// # Errors
+    /// When a port cannot be bound or the server's certificates cannot be generated.
+    pub async fn replay(
+        bundle: crate::bundle::EvidenceBundle,
+        options: StartOptions,
+    ) -> anyhow::Result<RunningServer> {
+        let Core {
+            pki,
+            shutdown,
+            shutdown_rx,
+            backends,
+            state,
+        } = Core::build(recorded::scenario_for(&bundle)).await?;
+        recorded::load(&state.storage.store, &bundle)?;
+        let no_backend = TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("binding the backends' port")?;
+        let recording = Arc::new(Recorded::new(bundle, no_backend.local_addr()?.port()));
+        let (addr, api) = serve_api(
+            &state,
+            Some(recording.clone()),
+            &pki,
+            options.port,
+            &shutdown_rx,
+        )
+        .await?;
+        let mut tasks = vec![api];
+        tasks.push(tokio::spawn(recorded::close_every_connection(
+            no_backend,
+            shutdown_rx.clone(),
+        )));
+        let mut etcd_addr = None;
+        if recorded::endpoints::serves_etcd(&recording) {
+            let l = TcpListener::bind("127.0.0.1:0")
+                .await
+                .context("binding the etcd port")?;
+            etcd_addr = Some(l.local_addr()?);
+            tasks.push(tokio::spawn(recorded::endpoints::serve_etcd(
+                l,
+                recording.clone(),
+                shutdown_rx.clone(),
+            )));
+        }
+        Ok(RunningServer {
+            state,
+            recorded: Some(recording),
+            addr,
+            shutdown,
+            tasks,
+            backends,
+            etcd_addr,
+        })
+    }
+
     /// Start a server for a (validated) scenario.
     ///
     /// # Errors
@@ -218,6 +275,11 @@ impl RunningServer {
     /// Whether it replays a recorded bundle (rather than running a scenario).
     pub fn is_recording(&self) -> bool {
         self.recorded.is_some()
+    }
+
+    /// The recorded bundle this server replays, when it replays one.
+    pub fn recording(&self) -> Option<&crate::bundle::EvidenceBundle> {
+        self.recorded.as_deref().map(|r| &r.bundle)
     }
 
     /// `https://127.0.0.1:<port>`.

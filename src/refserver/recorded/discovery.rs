@@ -20,7 +20,7 @@ use axum::body::Body;
 use http::Response;
 use serde_json::{Value, json};
 
-use super::{Recorded, not_recorded};
+use super::recording::{Recorded, not_recorded};
 use crate::bundle::{WebhookKind, rbac};
 use crate::refserver::api::discovery as live;
 use crate::refserver::registry::{self, BUILTIN_GROUP_VERSIONS};

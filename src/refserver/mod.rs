@@ -11,6 +11,16 @@
 //! [`RefServer::replay`] serves a recorded bundle instead of a scenario: the same server, answering
 //! from the recording (`replay serve --bundle`).
 //!
+//! Inside, dependencies point one way. The root assembles a server. The request path — `handler`
+//! and what it dispatches to (`aggregator`, `api`, `admission`, `conversion`, `controllers`,
+//! `storage`) — and the tasks beside it (`traffic`, the availability controller) take the shared
+//! [`state::State`]; a replay's answers (`recorded`) read only the store. The services they call
+//! take only the part of the state they use (`authn::Authn`, `network::Cluster`, `apf::Apf`, the
+//! `store::Store`, the `metrics::Registry`), so none of them refers back to `State`; backends
+//! reach the server's authorizer through `authn::Authorizer`. Leaves (`scenario`, `profile`,
+//! `registry`, `store`, `certs`, `tls`, `request`, `status`, `patch`) depend on nothing above
+//! them. `tests/refserver_layers.rs` keeps it so.
+//!
 //! This module never imports `crate::engine`: a server that knew the verdicts would make every
 //! replay test circular. The scenario's `expect:` block is data it does not read.
 

@@ -35,6 +35,7 @@ mod raw_import_kinds;
 mod raw_import_robust;
 mod rbac_semantics;
 mod refserver;
+mod refserver_layers;
 mod refserver_profile;
 mod refserver_traffic;
 mod replay;

@@ -127,6 +127,7 @@ fn webhook_applies(
 ) -> bool {
     let ns_labels = if def.namespaced {
         state
+            .storage
             .store
             .get(&Key::new("", "namespaces", "", &info.namespace))
             .and_then(|n| n.pointer("/metadata/labels").cloned())
@@ -178,6 +179,7 @@ fn hooks(state: &State) -> Vec<Hook> {
         ("validatingwebhookconfigurations", false),
     ] {
         let (configs, _) = state
+            .storage
             .store
             .list("admissionregistration.k8s.io", resource, None);
         for c in configs {
@@ -219,7 +221,7 @@ async fn call(state: &State, hook: &Value, review: &Value) -> Result<Value, Call
         body: Bytes::from(review.to_string()),
     };
     let exchange = async {
-        let resp = network::send(state, out).await?;
+        let resp = network::send(&state.cluster, &state.storage.store, out).await?;
         let status = resp.status().as_u16();
         let body = resp
             .into_body()
@@ -333,7 +335,7 @@ pub async fn admit(
             old.as_ref(),
             user,
             info,
-            state.store.revision() * 1000 + i as u64,
+            state.storage.store.revision() * 1000 + i as u64,
         );
         let outcome = call(state, &hook, &rv).await;
         let elapsed = started.elapsed().as_secs_f64();
@@ -342,11 +344,12 @@ pub async fn admit(
             Err(CallError::Calling(cause)) => {
                 let message = format!("failed calling webhook \"{name}\": {cause}");
                 if fail_open {
-                    state.metrics.inc(&FAIL_OPEN, &[&name, kind]);
+                    state.observability.metrics.inc(&FAIL_OPEN, &[&name, kind]);
                     state
+                        .observability
                         .metrics
                         .inc(&REQUESTS, &["400", &name, opn, "false", kind]);
-                    state.metrics.observe(
+                    state.observability.metrics.observe(
                         &DURATION,
                         state.profile.webhook_latency_buckets(),
                         &[&name, opn, "false", kind],
@@ -354,14 +357,15 @@ pub async fn admit(
                     );
                     continue;
                 }
-                state.metrics.inc(
+                state.observability.metrics.inc(
                     &REJECTIONS,
                     &["calling_webhook_error", &name, opn, "400", kind],
                 );
                 state
+                    .observability
                     .metrics
                     .inc(&REQUESTS, &["400", &name, opn, "true", kind]);
-                state.metrics.observe(
+                state.observability.metrics.observe(
                     &DURATION,
                     state.profile.webhook_latency_buckets(),
                     &[&name, opn, "true", kind],
@@ -379,14 +383,15 @@ pub async fn admit(
                 } else {
                     format!("{denied}: {msg}")
                 };
-                state.metrics.inc(
+                state.observability.metrics.inc(
                     &REJECTIONS,
                     &["no_error", &name, opn, &code.to_string(), kind],
                 );
                 state
+                    .observability
                     .metrics
                     .inc(&REQUESTS, &[&code.to_string(), &name, opn, "true", kind]);
-                state.metrics.observe(
+                state.observability.metrics.observe(
                     &DURATION,
                     state.profile.webhook_latency_buckets(),
                     &[&name, opn, "true", kind],
@@ -407,9 +412,10 @@ pub async fn admit(
             }
             Ok(response) => {
                 state
+                    .observability
                     .metrics
                     .inc(&REQUESTS, &["200", &name, opn, "false", kind]);
-                state.metrics.observe(
+                state.observability.metrics.observe(
                     &DURATION,
                     state.profile.webhook_latency_buckets(),
                     &[&name, opn, "false", kind],
@@ -422,11 +428,7 @@ pub async fn admit(
                     let bytes = base64::engine::general_purpose::STANDARD.decode(patch).map_err(|e| {
                         ApiError::internal(&format!("failed calling webhook \"{name}\": received invalid webhook response: {e}"))
                     })?;
-                    super::api::patch::apply_patch(
-                        &mut obj,
-                        "application/json-patch+json",
-                        &bytes,
-                    )?;
+                    super::patch::apply_patch(&mut obj, "application/json-patch+json", &bytes)?;
                 }
             }
         }

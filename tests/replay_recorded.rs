@@ -25,7 +25,7 @@ use extpath::bundle::{CertSource, Collection, EvidenceBundle, Probe, WebhookKind
 use extpath::collect::refs::References;
 use extpath::collect::{CollectOptions, EtcdOptions};
 use extpath::engine::{Filter, RuleSet, Settings, analyze};
-use extpath::refserver::{StartOptions, recorded};
+use extpath::refserver::{RefServer, StartOptions};
 use serde_json::Value;
 
 use crate::util::repo;
@@ -66,7 +66,7 @@ fn recordings() -> Vec<(String, EvidenceBundle)> {
 
 /// Serve `recording`, collect from the replay, merge what it carried.
 async fn replay(recording: &EvidenceBundle) -> EvidenceBundle {
-    let server = recorded::start(recording.clone(), StartOptions::default())
+    let server = RefServer::replay(recording.clone(), StartOptions::default())
         .await
         .unwrap();
     let windowed = recording.metrics.iter().any(|m| m.window.is_some());

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use extpath::bundle::raw::import_paths;
-use extpath::refserver::{ClientAuth, StartOptions, recorded};
+use extpath::refserver::{ClientAuth, RefServer, StartOptions};
 use serde_json::Value;
 
 use crate::util::{extpath, repo};
@@ -59,7 +59,7 @@ async fn kubectl_reads_a_replayed_capture_as_recorded() {
         .unwrap()
         .clone();
     let recorded_count = recording.api_services.len();
-    let server = recorded::start(recording, StartOptions::default())
+    let server = RefServer::replay(recording, StartOptions::default())
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -118,7 +118,7 @@ async fn promtool_accepts_the_replayed_metrics() {
         return;
     }
     let case = repo().join("fixtures/raw/00-healthy");
-    let server = recorded::start(import_paths(&[case]).unwrap(), StartOptions::default())
+    let server = RefServer::replay(import_paths(&[case]).unwrap(), StartOptions::default())
         .await
         .unwrap();
     let client = kube::Client::new(server.service(), "default");

@@ -18,7 +18,7 @@ use clap::Args;
 
 use crate::bundle::EvidenceBundle;
 use crate::cli::{EXIT_OK, input_error};
-use crate::refserver::{ClientAuth, RefServer, RunningServer, StartOptions, recorded, scenario};
+use crate::refserver::{ClientAuth, RefServer, RunningServer, StartOptions, scenario};
 
 /// Arguments of `replay serve`.
 #[derive(Debug, Args)]
@@ -92,7 +92,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
             Source::Scenario(s) => (RefServer::start(*s, options).await?, None),
             Source::Recording(b) => {
                 let carried = crate::bundle::carried::carried(&b);
-                (recorded::start(*b, options).await?, Some(carried))
+                (RefServer::replay(*b, options).await?, Some(carried))
             }
         };
         let auth = if args.client_cert {

@@ -48,7 +48,6 @@ use super::request::RequestInfo;
 use super::scenario::Scenario;
 use super::status::ApiError;
 use super::store::{Key, Store};
-use super::{RefServer, RunningServer, StartOptions};
 use crate::bundle::{CollectionSource, EvidenceBundle, to_k8s};
 
 /// APF in a replay never limits: a recording's priority levels (a queue-full incident) would
@@ -119,15 +118,6 @@ pub(super) fn scenario_for(bundle: &EvidenceBundle) -> Scenario {
         .as_ref()
         .map(|v| v.git_version.clone());
     scenario
-}
-
-/// Start a server replaying `bundle` on 127.0.0.1: [`RefServer::replay`], under the name the
-/// command line calls it by (the one use of the server's root module from here).
-///
-/// # Errors
-/// When a port cannot be bound or the server's certificates cannot be generated.
-pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Result<RunningServer> {
-    RefServer::replay(bundle, options).await
 }
 
 /// Accept and drop connections until shutdown: a handshake with a recorded backend ends at once.

@@ -16,6 +16,8 @@
 //! * [`settings`], [`filter`] — thresholds and `analyze` filters;
 //! * [`diagnosis`] — the output contract.
 //! * [`waivers`] — waivers files for CI gates, and the `--fail-on` gate.
+//! * [`why`] — one reproduced request's path, rung by rung, with the verdicts placed on its rungs
+//!   (`why`).
 
 pub mod classify;
 pub mod diagnosis;
@@ -33,6 +35,7 @@ pub mod settings;
 pub mod subjects;
 pub mod unproven;
 pub mod waivers;
+pub mod why;
 
 pub use diagnosis::*;
 pub use eval::Deadline;

@@ -17,11 +17,12 @@
 //! * [`diagnosis`] — the output contract.
 //! * [`waivers`] — waivers files for CI gates, and the `--fail-on` gate.
 //! * [`why`] — one reproduced request's path, rung by rung, with the verdicts placed on its rungs
-//!   (`why`).
+//!   (`why`), and [`expect`] — a replayed scenario's verdicts compared with its `expect:` block.
 
 pub mod classify;
 pub mod diagnosis;
 pub mod eval;
+pub mod expect;
 pub mod facts;
 pub mod filter;
 pub mod functions;

@@ -47,5 +47,6 @@ mod report_waivers;
 mod scale;
 mod scan;
 mod scan_hostile;
+mod semantics;
 mod waivers_doc;
 mod why;

@@ -31,6 +31,7 @@ pub mod probes;
 pub mod raw;
 pub mod rbac;
 pub mod to_k8s;
+pub mod trace;
 pub mod yaml_limits;
 
 use schemars::JsonSchema;

@@ -16,10 +16,13 @@
 //! * [`settings`], [`filter`] — thresholds and `analyze` filters;
 //! * [`diagnosis`] — the output contract.
 //! * [`waivers`] — waivers files for CI gates, and the `--fail-on` gate.
+//! * [`why`] — one reproduced request's path, rung by rung, with the verdicts placed on its rungs
+//!   (`why`), and [`expect`] — a replayed scenario's verdicts compared with its `expect:` block.
 
 pub mod classify;
 pub mod diagnosis;
 pub mod eval;
+pub mod expect;
 pub mod facts;
 pub mod filter;
 pub mod functions;
@@ -33,6 +36,7 @@ pub mod settings;
 pub mod subjects;
 pub mod unproven;
 pub mod waivers;
+pub mod why;
 
 pub use diagnosis::*;
 pub use eval::Deadline;

@@ -19,6 +19,8 @@
 //! * [`markdown`] — a document to paste into an incident.
 //! * [`junit`] — one `<testcase>` per subject, for CI.
 //! * [`json`], [`yaml`] — the Diagnosis as data.
+//! * [`replay`] — `replay`'s pass/fail table and its `ReplayReport` document.
+//! * [`why`] — `why`'s view of one request's path, and its `WhyReport` document.
 //! * [`fleet`] — several clusters' diagnoses as one report (`scan --context a,b,c`).
 //! * [`reference`] — the generated contract docs (`docs/*.schema.json`, `docs/bundle.md`).
 
@@ -27,7 +29,9 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod reference;
+pub mod replay;
 pub mod table;
+pub mod why;
 pub(crate) mod wrap;
 pub mod yaml;
 

@@ -4,9 +4,10 @@
 //!   compare every verdict with the scenario's `expect:` block; exit 1 on any mismatch.
 //! * `replay serve SCENARIO` — serve one scenario until interrupted, for kubectl and other clients;
 //!   `replay serve --bundle FILE` / `--raw PATH…` — serve a recorded incident back the same way.
+//!
+//! Comparing the verdicts with a scenario's expectations is the engine's (`engine::expect`);
+//! the table and the `ReplayReport` document are the report's (`report::replay`).
 
-mod expect;
-mod render;
 mod run;
 mod serve;
 

@@ -4,42 +4,36 @@
 //! For each scenario: start the reference server in this process (its backends, faults and
 //! traffic), let it run for `--warmup` (the incident is under way when someone looks), collect
 //! from it through its real TLS listener like `scan` does ([`collect_beside`]),
-//! classify with the bundled rules (plus `--rules DIR`, `--set`), and compare ([`super::expect`]).
+//! classify with the bundled rules (plus `--rules DIR`, `--set`), and compare
+//! ([`crate::engine::expect`]).
 //! Scenarios run a few at a time (`--jobs`), each on its own server with its own ports, the ones
 //! that need the longest warm-up (`expect.warmupMs`) first, so that they overlap the short ones
 //! instead of ending the run alone. The result is a pass/fail table (or `-o json`, in file order)
 //! and exit 1 on any mismatch (DESIGN §4).
 //!
-//! What this file does not do: judge anything (the engine does), or know what a scenario's fault
-//! is (the server makes it happen; the scenario file says what to expect).
+//! What this file does not do: judge anything (the engine does, and compares the verdicts with the
+//! expectations), draw the result (`report::replay`), or know what a scenario's fault is (the
+//! server makes it happen; the scenario file says what to expect).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use futures::StreamExt;
-use serde::Serialize;
 
-use super::expect::{Check, compare};
-use super::render;
 use crate::cli::analyze::RuleArgs;
 use crate::cli::beside::collect_beside;
 use crate::cli::input_error;
 use crate::cli::kube_flags::parse_duration;
 use crate::cli::{EXIT_FINDINGS, EXIT_OK};
 use crate::collect::{CollectOptions, EtcdOptions};
+use crate::engine::expect::{Expected, compare};
 use crate::engine::{Diagnosis, Filter, RuleSet, Settings};
 use crate::refserver::{RefServer, Scenario, StartOptions, scenario};
 use crate::report::ColorChoice;
-
-/// Output of `replay`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReplayFormat {
-    /// A pass/fail table, with the mismatches of failing scenarios.
-    Table,
-    /// The `ReplayReport` document, for machines.
-    Json,
-}
+use crate::report::replay::{
+    Look, ReplayFormat, ReplayReport, ScenarioOutcome, verdict_lines, write,
+};
 
 /// Arguments of `replay [SCENARIO...|--all]`.
 #[derive(Debug, Args)]
@@ -78,60 +72,6 @@ pub struct RunArgs {
     set: Vec<String>,
     #[command(flatten)]
     rule_args: RuleArgs,
-}
-
-/// The result of one scenario.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ScenarioOutcome {
-    /// The scenario's `name`.
-    pub scenario: String,
-    /// Its file.
-    pub file: String,
-    /// No mismatch and no error.
-    pub passed: bool,
-    /// Wall time of start, scan, analysis and shutdown, seconds.
-    pub seconds: f64,
-    /// Each expectation and whether it held (failed ones first in the table).
-    pub checks: Vec<Check>,
-    /// Why the scenario could not be run to the end (then `passed` is false).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Every verdict: subject, class, severity and summary.
-    pub verdicts: Vec<VerdictLine>,
-}
-
-/// One verdict, short.
-#[derive(Debug, Clone, Serialize)]
-pub struct VerdictLine {
-    /// `Kind/name`.
-    pub subject: String,
-    /// Class.
-    pub class: String,
-    /// Severity.
-    pub severity: String,
-    /// The verdict's summary.
-    pub summary: String,
-    /// The rules that decided it.
-    pub rules: Vec<String>,
-}
-
-/// The `-o json` document.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplayReport {
-    /// `extpath.dev/v1alpha1`.
-    pub api_version: &'static str,
-    /// `ReplayReport`.
-    pub kind: &'static str,
-    /// Scenarios that passed.
-    pub passed: usize,
-    /// Scenarios that did not.
-    pub failed: usize,
-    /// Wall time of the whole run, seconds.
-    pub seconds: f64,
-    /// One per scenario, in file order.
-    pub scenarios: Vec<ScenarioOutcome>,
 }
 
 /// What every scenario run shares.
@@ -206,22 +146,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         seconds: started.elapsed().as_secs_f64(),
         scenarios: outcomes,
     };
+    let opts = crate::report::RenderOptions::for_stdout(args.color, false);
+    let look = Look {
+        color: opts.color,
+        width: opts.width,
+        verbose: args.verbose,
+    };
     let mut out = std::io::stdout().lock();
-    match args.output {
-        ReplayFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            std::io::Write::write_all(&mut out, b"\n")?;
-        }
-        ReplayFormat::Table => {
-            let opts = crate::report::RenderOptions::for_stdout(args.color, false);
-            let look = render::Look {
-                color: opts.color,
-                width: opts.width,
-                verbose: args.verbose,
-            };
-            render::table(&report, look, &mut out)?;
-        }
-    }
+    write(&mut out, args.output, &report, look)?;
     std::io::Write::flush(&mut out)?;
     Ok(if failed == 0 { EXIT_OK } else { EXIT_FINDINGS })
 }
@@ -240,7 +172,13 @@ impl Runner {
         let expect = scenario.expect.clone();
         let warmup = self.warmup_of(&scenario);
         let (checks, error, verdicts) = match self.diagnose(scenario, warmup).await {
-            Ok(d) => (compare(&expect, &d), None, verdict_lines(&d)),
+            Ok(d) => {
+                let expected = Expected {
+                    subjects: &expect.subjects,
+                    forbid: &expect.forbid,
+                };
+                (compare(expected, &d), None, verdict_lines(&d))
+            }
             Err(e) => (Vec::new(), Some(format!("{e:#}")), Vec::new()),
         };
         ScenarioOutcome {
@@ -281,19 +219,6 @@ impl Runner {
             &Filter::default(),
         ))
     }
-}
-
-fn verdict_lines(d: &Diagnosis) -> Vec<VerdictLine> {
-    crate::report::display_order(d)
-        .into_iter()
-        .map(|v| VerdictLine {
-            subject: v.subject.to_string(),
-            class: v.class.to_string(),
-            severity: v.severity.to_string(),
-            summary: v.summary.clone(),
-            rules: v.rules.iter().map(|r| r.id.clone()).collect(),
-        })
-        .collect()
 }
 
 fn shown(path: &Path) -> String {

@@ -7,17 +7,17 @@
 //! The bundled rules (or `--rules DIR`) classify the focused bundle; the request's own verdict is
 //! the answer, and the other verdicts of the path are shown beside it.
 //!
+//! The pipeline is scan's: `collect::why` gathers the bundle and the observed trace
+//! (`bundle::trace`), the engine classifies it and places the verdicts on the path's rungs
+//! (`engine::why`), `report::why` draws it. This file keeps only the flags, the dispatch and the
+//! exit codes.
+//!
 //! Exit codes (DESIGN §4): 0 when no verdict of this path is at or above `--fail-on` (default
 //! critical; an Inconclusive verdict counts as a warning), 1 when one is, 2 on bad input, 3 when the
 //! API server cannot be reached at all.
 
-mod ladder;
-mod objects;
-mod steps;
-mod view;
-
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -32,21 +32,11 @@ use crate::collect::why::{
     plan_write, read_object,
 };
 use crate::collect::{Fetcher, connect};
-use crate::engine::SubjectKind;
+use crate::engine::Severity;
 use crate::engine::waivers::gate_severity;
-use crate::engine::{Diagnosis, Severity, Verdict};
+use crate::engine::why::explain;
+use crate::report::why::{ViewOptions, WhyFormat, write};
 use crate::report::{ColorChoice, Format, RenderOptions};
-
-/// Output of `why`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum WhyFormat {
-    /// The request, its path rung by rung, the verdict.
-    Human,
-    /// The WhyReport document: the request record, the path, the verdict and the Diagnosis.
-    Json,
-    /// The same document as YAML.
-    Yaml,
-}
 
 /// Arguments of `why`.
 #[derive(Debug, Args)]
@@ -143,33 +133,6 @@ impl WhyArgs {
     }
 }
 
-/// The request's own verdict: the Request subject named after the reproduced request. A Healthy
-/// one is no verdict: the request succeeded and nothing slowed or staled it.
-fn request_verdict<'d>(
-    d: &'d Diagnosis,
-    inv: &crate::collect::why::Investigation,
-) -> Option<&'d Verdict> {
-    let p = inv.probe();
-    let bare = p
-        .path
-        .as_deref()
-        .unwrap_or("")
-        .split('?')
-        .next()
-        .unwrap_or("");
-    let method = if inv.trace.method == crate::collect::why::Method::Watch {
-        "WATCH".to_string()
-    } else {
-        p.method.clone().unwrap_or_else(|| "GET".into())
-    };
-    let name = format!("{method} {bare}");
-    d.verdicts
-        .iter()
-        .filter(|v| v.subject.kind == SubjectKind::Request)
-        .filter(|v| v.class != crate::engine::Class::Healthy)
-        .find(|v| v.subject.name == name || v.subject.name.starts_with(&format!("{name} ")))
-}
-
 pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
     let prepared = args.analyze_flags().prepare()?;
     // The method and path (or the object file) are checked before anything is sent.
@@ -246,43 +209,15 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
         Ok::<_, anyhow::Error>((inv, d))
     })?;
 
-    let verdict = request_verdict(&d, &inv);
-    let mut path = steps::observe(&inv);
-    let answer = match inv.probe().status {
-        Some(s) => format!("answered {}", steps::status_line(s)),
-        None => "no response".to_string(),
+    let explained = explain(&inv, &d);
+    let verdict = explained.verdict;
+    let ro = RenderOptions::for_stdout(args.color, false);
+    let view = ViewOptions {
+        color: ro.color,
+        width: ro.effective_width(),
     };
-    let answered = inv.probe().status.is_some_and(|s| (200..400).contains(&s));
-    let other = ladder::mark(&mut path, &d, verdict, &answer, answered);
     let mut out = std::io::stdout().lock();
-    match args.output {
-        WhyFormat::Human => {
-            let ro = RenderOptions::for_stdout(args.color, false);
-            let opts = view::ViewOptions {
-                color: ro.color,
-                width: ro.effective_width(),
-            };
-            view::render(&mut out, &inv, &path, &other, verdict, &d, opts)?;
-        }
-        WhyFormat::Json | WhyFormat::Yaml => {
-            let doc = view::WhyReport {
-                api_version: view::API_VERSION,
-                kind: view::KIND,
-                request: inv.probe(),
-                trace: &inv.trace,
-                path: &path,
-                other_findings: &other,
-                verdict,
-                diagnosis: &d,
-            };
-            let text = if args.output == WhyFormat::Json {
-                serde_json::to_string_pretty(&doc)? + "\n"
-            } else {
-                serde_saphyr::to_string(&doc)?
-            };
-            out.write_all(text.as_bytes())?;
-        }
-    }
+    write(&mut out, args.output, &inv, &explained, &d, view)?;
     out.flush()?;
     let threshold = match args.fail_on {
         FailOn::Warning => Severity::Warning,

@@ -10,19 +10,9 @@
 //! apart on purpose: it is the oracle `why` is tested against, and a shared model would agree with
 //! itself when wrong. `tests/semantics/flow_schema.yaml` holds both to apiserver's `match.go`.
 
-use serde::Serialize;
 use serde_json::Value;
 
-/// The user a request is sent as, as far as it is known.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UserInfo {
-    /// User name.
-    pub name: String,
-    /// Groups (with `system:authenticated`).
-    pub groups: Vec<String>,
-    /// Where this came from (`--as`).
-    pub source: String,
-}
+pub use crate::bundle::trace::{FlowMatch, UserInfo};
 
 /// What APF classifies a request on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,23 +25,6 @@ pub struct FlowRequest<'a> {
     pub resource: Option<(&'a str, String, Option<&'a str>)>,
     /// The path without the query (for non-resource rules).
     pub path: &'a str,
-}
-
-/// The FlowSchema that matched, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FlowMatch {
-    /// FlowSchema name.
-    pub name: String,
-    /// Its `metadata.uid` (what `X-Kubernetes-PF-FlowSchema-UID` carries).
-    pub uid: String,
-    /// `matchingPrecedence`.
-    pub precedence: i64,
-    /// The priority level it assigns.
-    pub priority_level: String,
-    /// Which subject and rule matched, in words.
-    pub reason: String,
-    /// How many schemas with a lower precedence were tried first.
-    pub tried_before: usize,
 }
 
 fn strs(v: Option<&Value>) -> Vec<&str> {

@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::admissionregistration::v1 as admreg;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
-use serde::Serialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -27,49 +26,12 @@ use super::webhook_match::{
     AdmissionRequest, Decision, WebhookMatch, exempt_from_webhooks, match_webhook,
 };
 use super::{WhyOptions, bounded_gap};
+pub use crate::bundle::trace::{CrdRoute, Serving};
 use crate::bundle::{Crd, EvidenceBundle, Gap, GapReason, Probe, from_k8s};
 use crate::collect::objects::decode_items;
 use crate::collect::{
     FetchError, Fetcher, backends, certificates, flowcontrol, health, rbac, refs,
 };
-
-/// What serves the addressed path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Serving {
-    /// kube-apiserver's own handlers (a built-in resource, discovery, a non-resource URL).
-    BuiltIn,
-    /// A custom resource, served in process by the apiextensions handler.
-    CustomResource,
-    /// An extension server behind an APIService: the aggregator proxies the request.
-    Aggregated,
-    /// A non-resource URL (`/healthz`, `/metrics`, …).
-    NonResource,
-    /// The group/version is not registered (no APIService for it): the request cannot be routed.
-    Unregistered,
-    /// The APIServices could not be read.
-    Unknown,
-}
-
-/// The CRD of a custom resource path, and what its versions mean for this request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CrdRoute {
-    /// CRD name, `<plural>.<group>`.
-    pub name: String,
-    /// The version the request asks for.
-    pub requested_version: String,
-    /// Whether that version is served.
-    pub served: bool,
-    /// The version objects are written in.
-    pub storage_version: String,
-    /// `status.storedVersions`.
-    pub stored_versions: Vec<String>,
-    /// `spec.conversion.strategy` (`None`, `Webhook`).
-    pub strategy: String,
-    /// Whether the request involves the conversion webhook: it converts through a webhook and the
-    /// requested version is not the only one objects are stored in.
-    pub converts: bool,
-}
 
 /// Who the request was sent as, and which objects along its path were kept.
 pub(super) struct PathEvidence {

@@ -31,13 +31,12 @@ pub mod write;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::bundle::{
-    CollectionSource, EvidenceBundle, Gap, MetricTarget, ObjectRef, Probe, TimeBasis,
-};
+use crate::bundle::{CollectionSource, EvidenceBundle, Gap, MetricTarget, ObjectRef, TimeBasis};
 use crate::collect::{Connection, FetchError, Fetcher, metrics, objects};
+
+pub use crate::bundle::trace::{Investigation, Trace};
 
 pub use flow_match::{FlowMatch, UserInfo};
 pub use gather::{CrdRoute, Serving};
@@ -106,60 +105,6 @@ pub async fn open_window(
         first,
         first_at,
     })
-}
-
-/// How the request's path was resolved: what serves it, and what along it matches the request.
-#[derive(Debug, Clone, Serialize)]
-pub struct Trace {
-    /// How it was sent.
-    pub method: Method,
-    /// The Kubernetes verb.
-    pub verb: String,
-    /// What the path addresses.
-    pub addressed: Addressed,
-    /// What serves it.
-    pub serving: Serving,
-    /// The user, when known (`--as`; a token or certificate does not say whose it is without a
-    /// write, and `why` sends none but the dry run).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user: Option<UserInfo>,
-    /// The remote APIService of an aggregated path.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_service: Option<String>,
-    /// The CRD of a custom resource.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub crd: Option<CrdRoute>,
-    /// Webhooks whose rules cover a write: called, or left out by a selector, with the reason.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub webhooks: Vec<WebhookMatch>,
-    /// How many other webhooks' rules do not cover it.
-    pub webhooks_not_in_rules: usize,
-    /// The FlowSchema that matches the user and request (APF's own matching, done here).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flow_schema: Option<FlowMatch>,
-    /// The FlowSchema whose UID the response's `X-Kubernetes-PF-FlowSchema-UID` carried.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub flow_schema_from_header: Option<String>,
-    /// Length of the metrics window around the request, seconds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub window_seconds: Option<f64>,
-}
-
-/// The evidence of one reproduced request.
-pub struct Investigation {
-    /// Only this path's objects, the request as a probe, the metrics window around it, gaps.
-    pub bundle: EvidenceBundle,
-    /// Index of the reproduced request in `bundle.probes`.
-    pub request: usize,
-    /// How the path was resolved.
-    pub trace: Trace,
-}
-
-impl Investigation {
-    /// The reproduced request.
-    pub fn probe(&self) -> &Probe {
-        &self.bundle.probes[self.request]
-    }
 }
 
 /// Why there is nothing to investigate.

@@ -10,6 +10,8 @@
 
 use serde::Serialize;
 
+pub use crate::bundle::trace::{Addressed, Method, ResourcePath};
+
 /// Why a method or path cannot be sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
@@ -29,115 +31,17 @@ pub enum TargetError {
     },
 }
 
-/// How the request is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    /// GET of an object or a collection, as given.
-    Get,
-    /// GET of a collection (a path naming an object is refused).
-    List,
-    /// GET with `watch=1`, read for a short time.
-    Watch,
-    /// POST with `dryRun=All` (never stored).
-    DryRunCreate,
-    /// PUT with `dryRun=All` (never stored).
-    DryRunUpdate,
-}
-
-impl Method {
-    /// `GET`, `LIST` or `WATCH` as typed on the command line (any case).
-    ///
-    /// # Errors
-    /// [`TargetError::Method`] for anything else, writes included.
-    pub fn parse(s: &str) -> Result<Method, TargetError> {
-        match s.to_ascii_uppercase().as_str() {
-            "GET" => Ok(Method::Get),
-            "LIST" => Ok(Method::List),
-            "WATCH" => Ok(Method::Watch),
-            _ => Err(TargetError::Method(s.to_string())),
-        }
+/// `GET`, `LIST` or `WATCH` as typed on the command line (any case).
+///
+/// # Errors
+/// [`TargetError::Method`] for anything else, writes included.
+fn parse_method(s: &str) -> Result<Method, TargetError> {
+    match s.to_ascii_uppercase().as_str() {
+        "GET" => Ok(Method::Get),
+        "LIST" => Ok(Method::List),
+        "WATCH" => Ok(Method::Watch),
+        _ => Err(TargetError::Method(s.to_string())),
     }
-
-    /// The HTTP method on the wire.
-    pub fn http(self) -> http::Method {
-        match self {
-            Method::Get | Method::List | Method::Watch => http::Method::GET,
-            Method::DryRunCreate => http::Method::POST,
-            Method::DryRunUpdate => http::Method::PUT,
-        }
-    }
-
-    /// Whether the request is a (dry-run) write that goes through admission.
-    pub fn is_write(self) -> bool {
-        matches!(self, Method::DryRunCreate | Method::DryRunUpdate)
-    }
-
-    /// The admission operation of a write (`CREATE`, `UPDATE`).
-    pub fn operation(self) -> Option<&'static str> {
-        match self {
-            Method::DryRunCreate => Some("CREATE"),
-            Method::DryRunUpdate => Some("UPDATE"),
-            _ => None,
-        }
-    }
-}
-
-/// A resource a path addresses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
-pub struct ResourcePath {
-    /// API group; `""` for the core group (`/api/v1`).
-    pub group: String,
-    /// API version.
-    pub version: String,
-    /// Namespace, for namespaced requests.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// Resource (plural, lowercase).
-    pub resource: String,
-    /// Object name, when the path names one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// Subresource (`status`, `log`, …).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subresource: Option<String>,
-}
-
-impl ResourcePath {
-    /// `resource` or `resource/subresource`, as RBAC, APF and webhook rules spell it.
-    pub fn resource_with_subresource(&self) -> String {
-        match &self.subresource {
-            Some(s) => format!("{}/{s}", self.resource),
-            None => self.resource.clone(),
-        }
-    }
-
-    /// `group/version`, or `version` for the core group.
-    pub fn group_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-}
-
-/// What a path addresses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Addressed {
-    /// A discovery document: `/api`, `/apis`, `/apis/<group>`, `/apis/<group>/<version>`, `/api/v1`.
-    Discovery {
-        /// The group (`""` for `/api…` and `/apis`).
-        group: String,
-        /// The version, when the path names one.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        version: Option<String>,
-    },
-    /// A resource or collection.
-    Resource(ResourcePath),
-    /// A non-resource URL (`/healthz`, `/metrics`, `/version`, `/openapi/v2`).
-    NonResource,
 }
 
 /// One request to send: method, path with query, and what it addresses.
@@ -161,7 +65,7 @@ impl Target {
     /// [`TargetError`] for a method that is not GET/LIST/WATCH, a path that is not an absolute API
     /// path, or a LIST of a path that names an object.
     pub fn parse(method: &str, path: &str) -> Result<Target, TargetError> {
-        let method = Method::parse(method)?;
+        let method = parse_method(method)?;
         Target::new(method, path)
     }
 

@@ -12,9 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use super::flow_match::has_or_star;
+pub use crate::bundle::trace::{Decision, WebhookMatch};
 use crate::bundle::{LabelSelector, Webhook};
 
 /// What admission sees of a write.
@@ -36,35 +35,6 @@ pub struct AdmissionRequest<'a> {
     pub namespace_labels: Option<&'a BTreeMap<String, String>>,
     /// The object's labels.
     pub object_labels: &'a BTreeMap<String, String>,
-}
-
-/// Whether a webhook is called for a write.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// The API server calls it.
-    Called,
-    /// Its rules match, but a selector leaves the request out.
-    Excluded,
-    /// Its rules do not cover this operation and resource.
-    NotInRules,
-    /// Its rules match but the namespace's labels could not be read to judge its selector.
-    Unknown,
-}
-
-/// A webhook's decision with the reason in words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WebhookMatch {
-    /// `ValidatingWebhook` or `MutatingWebhook`.
-    pub kind: String,
-    /// The webhook's name.
-    pub name: String,
-    /// Its configuration.
-    pub configuration: String,
-    /// Called or not.
-    pub decision: Decision,
-    /// Why, in words.
-    pub reason: String,
 }
 
 fn split_resource(r: &str) -> (&str, &str) {

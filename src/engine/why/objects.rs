@@ -9,10 +9,10 @@
 //! client) dial its external name at the port the object names, and check neither the Service's
 //! ports nor its endpoints, so neither step is a problem for it.
 
+use crate::bundle::trace::{Addressed, Decision, Trace, WebhookMatch};
 use crate::bundle::{
     ApiService, CertSource, EvidenceBundle, ObjectRef, Probe, Rung, ServiceRef, Webhook,
 };
-use crate::collect::why::{Addressed, Decision, Trace};
 use crate::engine::diagnosis::SubjectKind;
 
 use super::steps::{Seen, Step, status_line};
@@ -424,7 +424,7 @@ fn backend_answer(message: &str) -> Option<u16> {
 }
 
 /// `ValidatingWebhook/a, MutatingWebhook/b`.
-fn webhook_list<'m>(ms: impl Iterator<Item = &'m crate::collect::why::WebhookMatch>) -> String {
+fn webhook_list<'m>(ms: impl Iterator<Item = &'m WebhookMatch>) -> String {
     ms.map(|m| format!("{}/{}", m.kind, m.name))
         .collect::<Vec<_>>()
         .join(", ")

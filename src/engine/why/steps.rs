@@ -13,8 +13,8 @@
 use serde::Serialize;
 
 use crate::bundle::probes::WatchEnd;
+use crate::bundle::trace::{Addressed, Investigation, Serving, Trace};
 use crate::bundle::{EvidenceBundle, MetricTarget, Probe, Rung};
-use crate::collect::why::{Addressed, Investigation, Serving, Trace};
 
 use super::objects;
 use crate::engine::diagnosis::{Component, Subject, SubjectKind};
@@ -92,7 +92,7 @@ pub struct Step {
 }
 
 impl Step {
-    pub(super) fn new(rung: Rung, seen: Seen, evidence: impl Into<String>) -> Step {
+    pub fn new(rung: Rung, seen: Seen, evidence: impl Into<String>) -> Step {
         Step {
             rung,
             component: Component::KubeApiserver,

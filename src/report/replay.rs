@@ -1,8 +1,11 @@
-//! The human output of `replay`: one table row per scenario — pass or FAIL, its name, its time,
-//! and what was checked: each expected subject with its class when it passed; on failure, each
-//! check that did not hold (which subject expected what, what it got, and the verdict's summary).
-//! A last line gives the totals. `--verbose` lists every verdict of every scenario under the table.
-//! The JSON document is serialised in `run.rs`; this file only draws.
+//! The output of `replay`: the `ReplayReport` document (`-o json`) and its table — one row per
+//! scenario: pass or FAIL, its name, its time, and what was checked: each expected subject with its
+//! class when it passed; on failure, each check that did not hold (which subject expected what,
+//! what it got, and the verdict's summary). A last line gives the totals. `--verbose` lists every
+//! verdict of every scenario under the table.
+//!
+//! What this module does not own: running scenarios (`cli::replay`), or deciding whether a verdict
+//! meets an expectation (`engine::expect`); it only draws.
 
 use std::io::Write;
 
@@ -10,8 +13,73 @@ use comfy_table::{
     Attribute, Cell, Color, ColumnConstraint, ContentArrangement, LineStyle, Table, TableStyle,
 };
 
-use super::expect::Check;
-use super::run::{ReplayReport, ScenarioOutcome};
+use serde::Serialize;
+
+use crate::engine::Diagnosis;
+use crate::engine::expect::Check;
+
+/// Output of `replay`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayFormat {
+    /// A pass/fail table, with the mismatches of failing scenarios.
+    Table,
+    /// The `ReplayReport` document, for machines.
+    Json,
+}
+
+/// The result of one scenario.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScenarioOutcome {
+    /// The scenario's `name`.
+    pub scenario: String,
+    /// Its file.
+    pub file: String,
+    /// No mismatch and no error.
+    pub passed: bool,
+    /// Wall time of start, scan, analysis and shutdown, seconds.
+    pub seconds: f64,
+    /// Each expectation and whether it held (failed ones first in the table).
+    pub checks: Vec<Check>,
+    /// Why the scenario could not be run to the end (then `passed` is false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Every verdict: subject, class, severity and summary.
+    pub verdicts: Vec<VerdictLine>,
+}
+
+/// One verdict, short.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerdictLine {
+    /// `Kind/name`.
+    pub subject: String,
+    /// Class.
+    pub class: String,
+    /// Severity.
+    pub severity: String,
+    /// The verdict's summary.
+    pub summary: String,
+    /// The rules that decided it.
+    pub rules: Vec<String>,
+}
+
+/// The `-o json` document.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayReport {
+    /// `extpath.dev/v1alpha1`.
+    pub api_version: &'static str,
+    /// `ReplayReport`.
+    pub kind: &'static str,
+    /// Scenarios that passed.
+    pub passed: usize,
+    /// Scenarios that did not.
+    pub failed: usize,
+    /// Wall time of the whole run, seconds.
+    pub seconds: f64,
+    /// One per scenario, in file order.
+    pub scenarios: Vec<ScenarioOutcome>,
+}
 
 /// The same look as the verdict table: a rule under the header, no vertical lines.
 const TABLE_STYLE: TableStyle =
@@ -137,4 +205,38 @@ pub fn table(report: &ReplayReport, look: Look, out: &mut dyn Write) -> std::io:
         report.seconds
     )?;
     Ok(())
+}
+
+/// Every verdict of `d`, short, in display order (worst first).
+pub fn verdict_lines(d: &Diagnosis) -> Vec<VerdictLine> {
+    super::display_order(d)
+        .into_iter()
+        .map(|v| VerdictLine {
+            subject: v.subject.to_string(),
+            class: v.class.to_string(),
+            severity: v.severity.to_string(),
+            summary: v.summary.clone(),
+            rules: v.rules.iter().map(|r| r.id.clone()).collect(),
+        })
+        .collect()
+}
+
+/// Write `replay`'s output in `format`: the table (drawn with `look`), or the document as pretty
+/// JSON with a final newline.
+///
+/// # Errors
+/// The writer's I/O errors.
+pub fn write(
+    out: &mut dyn Write,
+    format: ReplayFormat,
+    report: &ReplayReport,
+    look: Look,
+) -> std::io::Result<()> {
+    match format {
+        ReplayFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, report).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")
+        }
+        ReplayFormat::Table => table(report, look, out),
+    }
 }

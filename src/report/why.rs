@@ -11,17 +11,31 @@
 //! Like the report renderers, this writes into a `&mut dyn Write` and reads neither the clock nor
 //! the environment, so its output depends only on what it is given (which is what the snapshots
 //! test). Prose is wrapped to the width; commands never are.
+//!
+//! What this module does not own: which rung broke, or which verdict is the request's (the engine
+//! says both: `engine::why::explain`), nor how the trace was observed (`collect::why`).
 
 use std::io::Write;
 
 use serde::Serialize;
 
-use super::steps::{Finding, Step, StepState, status_line};
 use crate::bundle::Probe;
-use crate::collect::why::{Decision, Investigation, Serving, Trace};
+use crate::bundle::trace::{Decision, Investigation, Method, Serving, Trace};
 use crate::engine::diagnosis::{Class, Component, Diagnosis, Severity, Verdict};
+use crate::engine::why::{Explained, Finding, Step, StepState, status_line};
 use crate::report::evidence_text;
 use crate::report::wrap::write_wrapped;
+
+/// Output of `why`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhyFormat {
+    /// The request, its path rung by rung, the verdict.
+    Human,
+    /// The WhyReport document: the request record, the path, the verdict and the Diagnosis.
+    Json,
+    /// The same document as YAML.
+    Yaml,
+}
 
 /// `apiVersion` of the `why` document.
 pub const API_VERSION: &str = "extpath.dev/v1alpha1";
@@ -49,6 +63,49 @@ pub struct WhyReport<'a> {
     pub verdict: Option<&'a Verdict>,
     /// Every verdict of the path.
     pub diagnosis: &'a Diagnosis,
+}
+
+impl<'a> WhyReport<'a> {
+    /// The document of an investigated request, its explained path and its diagnosis.
+    pub fn new(inv: &'a Investigation, explained: &'a Explained<'a>, d: &'a Diagnosis) -> Self {
+        WhyReport {
+            api_version: API_VERSION,
+            kind: KIND,
+            request: inv.probe(),
+            trace: &inv.trace,
+            path: &explained.path,
+            other_findings: &explained.other,
+            verdict: explained.verdict,
+            diagnosis: d,
+        }
+    }
+}
+
+/// Write `why`'s output in `format`: the human view (drawn with `opts`), or the `WhyReport`
+/// document as pretty JSON (with a final newline) or YAML.
+///
+/// # Errors
+/// The writer's I/O errors.
+pub fn write(
+    out: &mut dyn Write,
+    format: WhyFormat,
+    inv: &Investigation,
+    explained: &Explained<'_>,
+    d: &Diagnosis,
+    opts: ViewOptions,
+) -> std::io::Result<()> {
+    let doc = || WhyReport::new(inv, explained, d);
+    match format {
+        WhyFormat::Human => render(out, inv, explained, d, opts),
+        WhyFormat::Json => {
+            let text = serde_json::to_string_pretty(&doc()).map_err(std::io::Error::other)? + "\n";
+            out.write_all(text.as_bytes())
+        }
+        WhyFormat::Yaml => {
+            let text = serde_saphyr::to_string(&doc()).map_err(std::io::Error::other)?;
+            out.write_all(text.as_bytes())
+        }
+    }
 }
 
 /// How to draw.
@@ -128,7 +185,7 @@ fn serving_text(t: &Trace) -> String {
 
 fn request_line(p: &Probe, t: &Trace) -> String {
     let method = match t.method {
-        crate::collect::why::Method::Watch => "WATCH".to_string(),
+        Method::Watch => "WATCH".to_string(),
         m if m.is_write() => format!("{} (server-side dry run)", m.http()),
         m => m.http().to_string(),
     };
@@ -334,12 +391,16 @@ fn write_verdict(
 pub fn render(
     out: &mut dyn Write,
     inv: &Investigation,
-    steps: &[Step],
-    other: &[Finding],
-    verdict: Option<&Verdict>,
+    explained: &Explained<'_>,
     d: &Diagnosis,
     opts: ViewOptions,
 ) -> std::io::Result<()> {
+    let Explained {
+        verdict,
+        path: steps,
+        other,
+    } = explained;
+    let verdict = *verdict;
     let paint = Paint(opts.color);
     let width = opts.width.max(40);
     let p = inv.probe();
@@ -436,9 +497,9 @@ pub fn render(
 
 #[cfg(test)]
 mod tests {
-    use super::super::steps::Seen;
     use super::*;
     use crate::bundle::Rung;
+    use crate::engine::why::Seen;
 
     fn render(step: Step) -> String {
         let mut out = Vec::new();

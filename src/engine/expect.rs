@@ -8,12 +8,26 @@
 //! misattributions the scenario's fault must not be mistaken for (a slow webhook blamed on etcd).
 //!
 //! This file judges nothing about the cluster; it only compares two documents, so it is tested on
-//! hand-built diagnoses.
+//! hand-built diagnoses. What it does not own: reading a scenario file (the reference server's
+//! `scenario::Expect`, which the command line lends as an [`Expected`]: the engine and the
+//! reference server know nothing of each other), running the scenario (`replay`), or drawing the
+//! checks (`report::replay`).
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::engine::{Class, Diagnosis, Severity, Verdict};
-use crate::refserver::scenario::Expect;
+
+/// What a scenario expects of extpath's verdicts: its `expect.subjects` and `expect.forbid`.
+#[derive(Debug, Clone, Copy)]
+pub struct Expected<'a> {
+    /// Verdict class per subject: `Kind/name`, or `Kind/prefix*` for every subject of that kind
+    /// whose name starts with the prefix.
+    pub subjects: &'a BTreeMap<String, String>,
+    /// Classes no verdict on another subject may carry at warning or above.
+    pub forbid: &'a [String],
+}
 
 /// One comparison of what a scenario expects with what extpath said.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -79,7 +93,7 @@ fn got(v: &Verdict) -> String {
 /// One check per expected subject (per matching verdict for a pattern), then one per verdict
 /// with a forbidden class; `ok` says whether it holds.
 /// Class names in `expect` were checked when the scenario loaded; an unknown one never agrees.
-pub fn compare(expect: &Expect, d: &Diagnosis) -> Vec<Check> {
+pub fn compare(expect: Expected<'_>, d: &Diagnosis) -> Vec<Check> {
     let mut out = Vec::new();
     let patterns: Vec<(Pattern<'_>, Option<Class>, &str)> = expect
         .subjects
@@ -131,8 +145,6 @@ pub fn compare(expect: &Expect, d: &Diagnosis) -> Vec<Check> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::engine::{Subject, SubjectKind, Summary};
 
@@ -165,17 +177,32 @@ mod tests {
         }
     }
 
+    /// An owned `expect:` block, lent to [`compare`] as an [`Expected`].
+    struct Expect {
+        subjects: BTreeMap<String, String>,
+        forbid: Vec<String>,
+    }
+
+    fn compare_with(e: &Expect, d: &Diagnosis) -> Vec<Check> {
+        compare(
+            Expected {
+                subjects: &e.subjects,
+                forbid: &e.forbid,
+            },
+            d,
+        )
+    }
+
     fn failures(e: &Expect, d: &Diagnosis) -> Vec<Check> {
-        compare(e, d).into_iter().filter(|c| !c.ok).collect()
+        compare_with(e, d).into_iter().filter(|c| !c.ok).collect()
     }
 
     fn expect(subjects: &[(&str, &str)], forbid: &[&str]) -> Expect {
         Expect {
-            warmup_ms: None,
             subjects: subjects
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<BTreeMap<_, _>>(),
+                .collect(),
             forbid: forbid.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -188,7 +215,7 @@ mod tests {
             Class::Aggregation,
             Severity::Critical,
         )]);
-        let checks = compare(
+        let checks = compare_with(
             &expect(&[("APIService/v1.a.example.com", "Aggregation")], &[]),
             &d,
         );

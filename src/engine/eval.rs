@@ -11,6 +11,7 @@ use std::sync::Arc;
 use cel::{Context, Value};
 
 use super::diagnosis::{Class, Subject};
+use super::facts::shared::to_val;
 use super::facts::value::to_json;
 use super::facts::{FactBase, cluster_vars, subject_vars};
 use super::filter::Filter;
@@ -29,7 +30,7 @@ pub fn root_context(
     let mut ctx = Context::with_env(env());
     register(&mut ctx, metrics);
     for (k, v) in cluster {
-        ctx.add_variable_from_value(*k, v.clone());
+        ctx.add_variable_as_val(*k, to_val(v));
     }
     ctx
 }
@@ -41,7 +42,7 @@ pub fn subject_context<'p>(
 ) -> Context<'p, 'static> {
     let mut ctx = root.new_inner_scope();
     for (k, v) in vars {
-        ctx.add_variable_from_value(*k, v.clone());
+        ctx.add_variable_as_val(*k, to_val(v));
     }
     ctx
 }

@@ -8,15 +8,15 @@
 //! is a reference count, and it behaves as the built-in container it wraps in every other respect
 //! (its type, equality, indexing, `in`, `size()`, iteration, conversion back to `cel::Value`).
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use cel::Value;
 use cel::common::traits::{
     Adder, Comparer, Container, Divider, Indexer, Iterable, Modder, Multiplier, Negator, Sizer,
     Subtractor, Zeroer,
 };
-use cel::common::types::{CelList, CelMap, CelMapKey, Type};
+use cel::common::types::{CelList, CelMap, CelMapKey, CelString, Type};
 use cel::common::value::{Builtin, BuiltinRef, CowVal, Val};
 use cel::objects::Key;
 
@@ -173,6 +173,50 @@ impl<T: Val + Clone + 'static> Indexer for Shared<T> {
     }
 }
 
+/// Distinct map keys stored once for the process, at most.
+const KEY_LIMIT: usize = 4096;
+
+/// A fact's map key as the interpreter holds it. The fact model's keys are a few hundred field
+/// names repeated in every fact: each is stored once for the process and borrowed by every map
+/// that has it. Data-dependent keys (label names) beyond [`KEY_LIMIT`] distinct ones are owned by
+/// their map instead, so that what is kept for the process stays bounded.
+fn map_key(k: &Key) -> CelMapKey<'static> {
+    static KEYS: OnceLock<RwLock<HashSet<&'static str>>> = OnceLock::new();
+    let Key::String(s) = k else {
+        return CelMapKey::from(k.clone());
+    };
+    let keys = KEYS.get_or_init(Default::default);
+    let known = keys
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(s.as_str())
+        .copied();
+    let stored = known.or_else(|| {
+        let mut keys = keys.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(k) = keys.get(s.as_str()) {
+            return Some(*k);
+        }
+        (keys.len() < KEY_LIMIT).then(|| {
+            let k: &'static str = Box::leak(s.as_str().into());
+            keys.insert(k);
+            k
+        })
+    });
+    CelMapKey::String(match stored {
+        Some(k) => CelString::from(k),
+        None => CelString::from(s.as_str().to_owned()),
+    })
+}
+
+/// Variables converted once ([`to_val`]), to bind in any number of contexts: binding one
+/// ([`Val::clone_as_boxed`]) shares it.
+pub type Vars = Vec<(&'static str, Box<dyn Val>)>;
+
+/// `vars` converted for the interpreter.
+pub fn to_vars(vars: &[(&'static str, Value)]) -> Vars {
+    vars.iter().map(|(k, v)| (*k, to_val(v))).collect()
+}
+
 /// A fact as the interpreter's value, its maps and lists [`Shared`].
 pub fn to_val(v: &Value) -> Box<dyn Val> {
     match v {
@@ -180,7 +224,7 @@ pub fn to_val(v: &Value) -> Box<dyn Val> {
             let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = m
                 .map
                 .iter()
-                .map(|(k, v)| (CelMapKey::from(Key::clone(k)), to_val(v)))
+                .map(|(k, v)| (map_key(k), to_val(v)))
                 .collect();
             Box::new(Shared(Arc::new(CelMap::from(entries))))
         }

@@ -273,4 +273,3 @@ async fn a_list_longer_than_max_objects_stops_there_with_a_gap_that_says_so() {
     );
     server.shutdown().await;
 }
-

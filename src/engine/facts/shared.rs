@@ -221,11 +221,8 @@ pub fn to_vars(vars: &[(&'static str, Value)]) -> Vars {
 pub fn to_val(v: &Value) -> Box<dyn Val> {
     match v {
         Value::Map(m) => {
-            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = m
-                .map
-                .iter()
-                .map(|(k, v)| (map_key(k), to_val(v)))
-                .collect();
+            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> =
+                m.map.iter().map(|(k, v)| (map_key(k), to_val(v))).collect();
             Box::new(Shared(Arc::new(CelMap::from(entries))))
         }
         Value::List(l) => {

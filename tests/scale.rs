@@ -29,6 +29,39 @@ fn bundles_the_tool_writes_load_back_at_10k_apiservices() {
     assert!(back == bundle, "the JSON round trip changed the bundle");
 }
 
+#[test]
+fn the_generated_large_bundle_is_broken_where_it_says_and_healthy_elsewhere() {
+    // The benchmark's bundle is meant to be realistic: only the APIServices it breaks (one in
+    // fifty) are Aggregation findings; a healthy APIService's series must not read as a failure.
+    let n = 1_000;
+    let bundle = scale_bundle::bundle(n);
+    let d = analyze(
+        &bundle,
+        &RuleSet::bundled(),
+        &Settings::default(),
+        &Filter::default(),
+    );
+    let mut failing: Vec<String> = d
+        .verdicts
+        .iter()
+        .filter(|v| v.subject.kind.as_str() == "APIService" && v.class != Class::Healthy)
+        .map(|v| v.subject.name.clone())
+        .collect();
+    failing.sort();
+    let mut broken: Vec<String> = (0..n)
+        .filter(|&a| scale_bundle::broken(a))
+        .map(|a| format!("v1.a{a}.example.com"))
+        .collect();
+    broken.sort();
+    assert_eq!(failing, broken);
+    let aggregation = d
+        .verdicts
+        .iter()
+        .filter(|v| v.subject.kind.as_str() == "APIService" && v.class == Class::Aggregation)
+        .count();
+    assert_eq!(aggregation, n / 50);
+}
+
 fn one_line_refusal(name: &str, text: &str) -> String {
     let f = Files::new();
     let path = f.write(name, text);

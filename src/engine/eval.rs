@@ -11,6 +11,7 @@ use std::sync::Arc;
 use cel::{Context, Value};
 
 use super::diagnosis::{Class, Subject};
+use super::facts::shared::{Vars, to_vars};
 use super::facts::value::to_json;
 use super::facts::{FactBase, cluster_vars, subject_vars};
 use super::filter::Filter;
@@ -22,14 +23,12 @@ use super::subjects::{SubjectEntry, subjects_with};
 use crate::bundle::EvidenceBundle;
 
 /// A root context: the function library over `metrics`, and the cluster-wide variables.
-pub fn root_context(
-    metrics: Arc<MetricsIndex>,
-    cluster: &[(&'static str, Value)],
-) -> Context<'static, 'static> {
+/// The cluster-wide variables are converted once ([`to_vars`]) and shared by every thread's root.
+pub fn root_context(metrics: Arc<MetricsIndex>, cluster: &Vars) -> Context<'static, 'static> {
     let mut ctx = Context::with_env(env());
     register(&mut ctx, metrics);
     for (k, v) in cluster {
-        ctx.add_variable_from_value(*k, v.clone());
+        ctx.add_variable_as_val(*k, v.clone_as_boxed());
     }
     ctx
 }
@@ -40,8 +39,8 @@ pub fn subject_context<'p>(
     vars: &[(&'static str, Value)],
 ) -> Context<'p, 'static> {
     let mut ctx = root.new_inner_scope();
-    for (k, v) in vars {
-        ctx.add_variable_from_value(*k, v.clone());
+    for (k, v) in to_vars(vars) {
+        ctx.add_variable_as_val(k, v);
     }
     ctx
 }
@@ -222,7 +221,7 @@ pub fn evaluate_until(
 ) -> Evaluation {
     let base = FactBase::new(bundle);
     let metrics = Arc::new(MetricsIndex::new(&bundle.metrics));
-    let cluster = cluster_vars(&base, settings);
+    let cluster = to_vars(&cluster_vars(&base, settings));
     let entries = subjects_with(&base.lookup, &base.probe_targets);
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)

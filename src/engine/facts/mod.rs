@@ -18,7 +18,8 @@
 //! may do, from RBAC), [`requests`]
 //! (observed requests, log findings), [`cluster`] (cluster, apiserver, etcd, APF objects),
 //! [`timed`] (timed hops: the calls an API server traced and etcd's slow-request warnings),
-//! [`value`] (CEL value building), [`sample`] (a fully populated bundle for load-time checks).
+//! [`value`] (CEL value building), [`shared`] (facts as the interpreter holds them, shared not
+//! copied), [`sample`] (a fully populated bundle for load-time checks).
 
 pub mod backend;
 pub mod cluster;
@@ -26,6 +27,7 @@ pub mod delegation;
 pub mod objects;
 pub mod requests;
 pub mod sample;
+pub mod shared;
 pub mod timed;
 pub mod value;
 

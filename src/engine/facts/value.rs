@@ -12,6 +12,30 @@ use std::sync::Arc;
 use cel::Value;
 use cel::objects::{Key, Map};
 
+/// Distinct keys each thread keeps one copy of, at most.
+const KEY_LIMIT: usize = 4096;
+
+/// A map key. The fact model's field names repeat in every fact (a bundle with 20,000 probes
+/// has 20,000 request facts of the same fields): each thread keeps one shared copy of each name
+/// instead of a new string per map. Data-dependent names beyond [`KEY_LIMIT`] distinct ones are
+/// not kept, so the cache stays bounded.
+fn key(k: &str) -> Key {
+    thread_local! {
+        static KEYS: std::cell::RefCell<HashMap<String, Arc<String>>> =
+            std::cell::RefCell::new(HashMap::new());
+    }
+    KEYS.with_borrow_mut(|keys| {
+        if let Some(k) = keys.get(k) {
+            return Key::String(k.clone());
+        }
+        let shared = Arc::new(k.to_string());
+        if keys.len() < KEY_LIMIT {
+            keys.insert(k.to_string(), shared.clone());
+        }
+        Key::String(shared)
+    })
+}
+
 /// A map under construction.
 #[derive(Debug, Default)]
 pub struct Obj(HashMap<Key, Value>);
@@ -23,27 +47,27 @@ impl Obj {
     }
     /// Set a string.
     pub fn s(mut self, k: &str, v: impl Into<String>) -> Self {
-        self.0.insert(k.into(), Value::String(Arc::new(v.into())));
+        self.0.insert(key(k), Value::String(Arc::new(v.into())));
         self
     }
     /// Set an int.
     pub fn i(mut self, k: &str, v: i64) -> Self {
-        self.0.insert(k.into(), Value::Int(v));
+        self.0.insert(key(k), Value::Int(v));
         self
     }
     /// Set a double.
     pub fn f(mut self, k: &str, v: f64) -> Self {
-        self.0.insert(k.into(), Value::Float(v));
+        self.0.insert(key(k), Value::Float(v));
         self
     }
     /// Set a bool.
     pub fn b(mut self, k: &str, v: bool) -> Self {
-        self.0.insert(k.into(), Value::Bool(v));
+        self.0.insert(key(k), Value::Bool(v));
         self
     }
     /// Set any value.
     pub fn v(mut self, k: &str, v: Value) -> Self {
-        self.0.insert(k.into(), v);
+        self.0.insert(key(k), v);
         self
     }
     /// The finished map.

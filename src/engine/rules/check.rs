@@ -18,6 +18,7 @@ use super::{Expr, Rule, RuleError};
 use crate::engine::diagnosis::SubjectKind;
 use crate::engine::eval::root_context;
 use crate::engine::facts::sample::sample_bundle;
+use crate::engine::facts::shared::to_vars;
 use crate::engine::facts::{COMMON_VARIABLES, FactBase, cluster_vars, subject_vars, variables_for};
 use crate::engine::metrics_query::MetricsIndex;
 use crate::engine::settings::Settings;
@@ -74,7 +75,7 @@ impl SampleWorld {
             .map(|(kind, vars)| {
                 let mut all = cluster.clone();
                 all.extend(vars.iter().cloned());
-                (*kind, root_context(metrics.clone(), &all))
+                (*kind, root_context(metrics.clone(), &to_vars(&all)))
             })
             .collect();
         SampleWorld { contexts, shapes }

@@ -23,7 +23,7 @@
 //!
 //! Beside the API server, two optional sources run in stage one: etcd ([`etcd`]: its `/metrics`,
 //! scraped in the same rounds as the API server's, `/health` and the alarm list) and Prometheus
-//! ([`prometheus`]: the API server's and etcd's families over `--since`, read instead of scraping
+//! ([`metrics::prometheus`]: the API server's and etcd's families over `--since`, read instead of scraping
 //! `/metrics`; no window to wait for then, unless etcd is scraped directly).
 //!
 //! Each source lives in its own file as an async fetch and a pure transform into bundle types; the
@@ -34,7 +34,6 @@ pub mod certificates;
 pub mod connect;
 pub mod delegation;
 pub mod discovery;
-pub mod endpoint;
 pub mod etcd;
 pub mod fetch;
 pub mod flowcontrol;
@@ -42,11 +41,10 @@ pub mod health;
 pub mod logs;
 pub mod metrics;
 pub mod objects;
-pub mod prometheus;
 pub mod rbac;
 pub mod refs;
-mod scrapes;
 pub mod tls_words;
+pub mod url_client;
 pub mod why;
 
 use std::collections::BTreeMap;
@@ -57,10 +55,10 @@ use tokio::time::Instant;
 
 use crate::bundle::{CollectionSource, EvidenceBundle, Gap, MetricTarget, TimeBasis};
 pub use connect::{ConnectError, ConnectOptions, Connection, connect};
-pub use endpoint::SetupError;
 pub use etcd::EtcdOptions;
 pub use fetch::{FetchError, Fetcher};
-pub use prometheus::PrometheusOptions;
+pub use metrics::prometheus::PrometheusOptions;
+pub use url_client::SetupError;
 
 /// What a collection does beyond the defaults.
 #[derive(Debug, Clone)]
@@ -279,7 +277,10 @@ pub async fn collect(
         None => None,
     };
     let prometheus = match &opts.prometheus {
-        Some(o) => Some(prometheus::Prometheus::new(o, opts.request_timeout)?),
+        Some(o) => Some(metrics::prometheus::Prometheus::new(
+            o,
+            opts.request_timeout,
+        )?),
         None => None,
     };
     let started = Instant::now();
@@ -306,7 +307,7 @@ pub async fn collect(
             (s, r)
         }
     }));
-    let scrapes = scrapes::Scrapes {
+    let scrapes = metrics::window::Scrapes {
         fetcher: &fetcher,
         apiserver: prometheus.is_none(),
         etcd: etcd.as_ref(),
@@ -445,11 +446,11 @@ pub async fn collect(
     bundle.gaps.extend(later.gaps);
     bundle.probes.extend(later.probes);
 
-    let origins = scrapes::Origins {
+    let origins = metrics::window::Origins {
         apiserver: format!("{}/metrics", conn.server),
         etcd: etcd.as_ref().map(etcd::Etcd::metrics_url),
     };
-    let (scraped, scrape_gaps) = scrapes::finish(first, second, &origins);
+    let (scraped, scrape_gaps) = metrics::window::finish(first, second, &origins);
     bundle.metrics.extend(prom_sources);
     bundle.metrics.extend(scraped);
     // API server first, then etcd: one order whatever the sources.

@@ -3,7 +3,7 @@
 //!
 //! For each scenario: start the reference server in this process (its backends, faults and
 //! traffic), let it run for `--warmup` (the incident is under way when someone looks), collect
-//! from it through its real TLS listener like `scan` does ([`collect_beside`]),
+//! from it through its real TLS listener like `scan` does ([`collect_from_refserver`]),
 //! classify with the bundled rules (plus `--rules DIR`, `--set`), and compare ([`super::expect`]).
 //! Scenarios run a few at a time (`--jobs`), each on its own server with its own ports, the ones
 //! that need the longest warm-up (`expect.warmupMs`) first, so that they overlap the short ones
@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::expect::{Check, compare};
 use super::render;
 use crate::cli::analyze::RuleArgs;
-use crate::cli::beside::collect_beside;
+use crate::cli::collect_refserver::collect_from_refserver;
 use crate::cli::input_error;
 use crate::cli::kube_flags::parse_duration;
 use crate::cli::{EXIT_FINDINGS, EXIT_OK};
@@ -272,7 +272,7 @@ impl Runner {
             key: None,
             ca: None,
         });
-        let bundle = collect_beside(&server, opts).await;
+        let bundle = collect_from_refserver(&server, opts).await;
         server.shutdown().await;
         Ok(crate::engine::analyze(
             &bundle?,

@@ -30,7 +30,6 @@
 //! transforms are tested on hand-built objects.
 
 pub mod backends;
-pub mod certificates;
 pub mod connect;
 pub mod delegation;
 pub mod discovery;
@@ -43,6 +42,7 @@ pub mod metrics;
 pub mod objects;
 pub mod rbac;
 pub mod refs;
+pub mod tls;
 pub mod tls_words;
 pub mod url_client;
 pub mod why;
@@ -467,7 +467,7 @@ pub async fn collect(
 
     bundle.collection.collected_at = Some(jiff::Timestamp::now());
     bundle.collection.collected_at_basis = Some(TimeBasis::Clock);
-    crate::bundle::verify_served_chains(&mut bundle);
+    tls::verify_served_chains(&mut bundle);
     Ok(Collected {
         bundle,
         unreachable: None,
@@ -542,9 +542,9 @@ async fn later_stages(
         };
         (pods, logs)
     };
-    let targets = certificates::targets(bundle, &backends, &opts.backend_addresses);
+    let targets = tls::targets(bundle, &backends, &opts.backend_addresses);
     let handshakes = async {
-        let r = certificates::capture_all(targets, opts.request_timeout, deadline).await;
+        let r = tls::capture_all(targets, opts.request_timeout, deadline).await;
         progress.step("TLS handshakes");
         r
     };
@@ -563,7 +563,7 @@ async fn later_stages(
         .push(Box::new(move |b: &mut EvidenceBundle| {
             b.log_findings.extend(log_findings)
         }));
-    let certificates::Handshakes {
+    let tls::Handshakes {
         certs,
         gaps: cert_gaps,
         probes: dial_probes,

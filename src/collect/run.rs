@@ -269,3 +269,49 @@ fn land(bundle: &mut EvidenceBundle, sent: Vec<Sent>) {
     bundle.gaps.extend(gaps);
     bundle.probes.extend(probes);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::{Gap, GapReason};
+
+    #[test]
+    fn every_entry_is_found_at_its_place_in_the_table() {
+        for (i, s) in SOURCES.iter().enumerate() {
+            assert_eq!(table_position(s), i, "{}", s.id);
+        }
+    }
+
+    #[test]
+    fn evidence_lands_before_gaps_and_gaps_in_the_order_given() {
+        let gap = |id: &str| Gap::new(id, GapReason::Forbidden, "");
+        let mut b = EvidenceBundle::new(CollectionSource::Live {
+            server: String::new(),
+            context: None,
+        });
+        let first = Contribution {
+            evidence: Some(Box::new(|b: &mut EvidenceBundle| {
+                b.gaps.push(Gap::new("item", GapReason::Error, ""))
+            })),
+            gaps: vec![gap("first")],
+            ..Contribution::default()
+        };
+        land(
+            &mut b,
+            vec![
+                (&SOURCES[0], Ok(first)),
+                (
+                    &SOURCES[1],
+                    Err(FetchError::Timeout(std::time::Duration::ZERO)),
+                ),
+                (
+                    &SOURCES[2],
+                    Ok(Contribution::of(Box::new(|_: &mut EvidenceBundle| {}))),
+                ),
+            ],
+        );
+        let order: Vec<&str> = b.gaps.iter().map(|g| g.source.as_str()).collect();
+        assert_eq!(order, ["item", "first", SOURCES[1].id]);
+        assert_eq!(b.gaps[2].detail, "not finished within --timeout");
+    }
+}

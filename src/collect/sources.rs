@@ -146,7 +146,7 @@ macro_rules! reads {
 }
 
 /// Every source, in landing order. Add a collector here.
-pub const SOURCES: &[Source] = &[
+pub static SOURCES: &[Source] = &[
     Source {
         asks: Asks::ApiServerPublic,
         ..reads!(objects::GAP_VERSION, "/version", objects::fetch_version)

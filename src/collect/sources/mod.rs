@@ -17,18 +17,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::future::BoxFuture;
+
+mod fetches;
 use tokio::time::Instant;
 
-use super::backends::{self, Backends, PodsBehind};
+use super::backends::{Backends, PodsBehind};
 use super::etcd::{self, Etcd};
 use super::metrics::prometheus::Prometheus;
-use super::metrics::window::{self, Round, Scrapes};
+use super::metrics::window::{Round, Scrapes};
 use super::refs::References;
-use super::{
-    CollectOptions, FetchError, Fetcher, Progress, discovery, flowcontrol, health, logs, objects,
-    rbac, tls, wait_until,
-};
-use crate::bundle::{EvidenceBundle, Gap, GapReason, Probe};
+use super::{CollectOptions, FetchError, Fetcher, Progress, flowcontrol, health, objects, rbac};
+use crate::bundle::{EvidenceBundle, Gap, Probe};
 
 /// Evidence a source adds to the bundle (objects, checks, certificates, metrics, findings); it may
 /// also record the gaps of single items it could not read (an object that does not decode).
@@ -59,12 +58,6 @@ impl Contribution {
             evidence: Some(evidence),
             ..Contribution::default()
         }
-    }
-}
-
-impl From<Evidence> for Contribution {
-    fn from(evidence: Evidence) -> Self {
-        Contribution::of(evidence)
     }
 }
 
@@ -103,7 +96,8 @@ pub enum Asks {
     /// The API server, on an endpoint any client may read (`/version`): a refusal elsewhere
     /// does not show here.
     ApiServerPublic,
-    /// Another server (etcd, Prometheus), or several.
+    /// Another server (etcd, Prometheus, a backend), or several (the scrape rounds); the run's
+    /// verdicts on access weigh the API server's first scrape on its own.
     Other,
 }
 
@@ -129,6 +123,8 @@ fn always(_: &CollectOptions) -> bool {
     true
 }
 
+/// A stage-one reader of the API server (the functions `why` shares): bounded as a whole, its
+/// evidence applied as it comes.
 macro_rules! reads {
     ($id:expr, $what:expr, $fetch:path) => {
         Source {
@@ -201,7 +197,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Objects(etcd_not_supplied),
+        stage: Stage::Objects(fetches::etcd_not_supplied),
     },
     Source {
         id: etcd::GAP_HEALTH,
@@ -210,7 +206,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Objects(etcd_checks),
+        stage: Stage::Objects(fetches::etcd_checks),
     },
     Source {
         id: "probes/discovery",
@@ -219,7 +215,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::ApiServer,
         deadline: Deadline::Own,
-        stage: Stage::Referenced(discovery_probes),
+        stage: Stage::Referenced(fetches::discovery_probes),
     },
     Source {
         id: "probes/admission",
@@ -228,7 +224,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::ApiServer,
         deadline: Deadline::Own,
-        stage: Stage::Referenced(admission_probes),
+        stage: Stage::Referenced(fetches::admission_probes),
     },
     Source {
         id: "objects/backends",
@@ -237,7 +233,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::ApiServer,
         deadline: Deadline::Whole,
-        stage: Stage::Referenced(backend_objects),
+        stage: Stage::Referenced(fetches::backend_objects),
     },
     Source {
         id: "objects/pods",
@@ -246,7 +242,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::ApiServer,
         deadline: Deadline::Whole,
-        stage: Stage::Behind(pods),
+        stage: Stage::Behind(fetches::pods),
     },
     Source {
         id: "logs",
@@ -255,7 +251,7 @@ pub static SOURCES: &[Source] = &[
         after: Some("objects/pods"),
         asks: Asks::ApiServer,
         deadline: Deadline::Own,
-        stage: Stage::Behind(pod_logs),
+        stage: Stage::Behind(fetches::pod_logs),
     },
     Source {
         id: "certificates",
@@ -264,7 +260,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Behind(handshakes),
+        stage: Stage::Behind(fetches::handshakes),
     },
     Source {
         id: "metrics/prometheus",
@@ -273,7 +269,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Metrics(prometheus),
+        stage: Stage::Metrics(fetches::prometheus),
     },
     Source {
         id: "metrics/apiserver",
@@ -282,7 +278,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Metrics(first_scrape),
+        stage: Stage::Metrics(fetches::first_scrape),
     },
     Source {
         id: "metrics/apiserver/window",
@@ -291,7 +287,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Window(second_scrape),
+        stage: Stage::Window(fetches::second_scrape),
     },
 ];
 
@@ -403,245 +399,6 @@ pub struct Found<'a> {
     pub bundle: &'a EvidenceBundle,
     /// The backends they point at.
     pub references: &'a References,
-}
-
-fn etcd_not_supplied<'a>(_: &'a Run<'a>) -> SourceFuture<'a> {
-    // Not judged is not healthy: say what was not looked at, and how to look.
-    let how = "pass --etcd-metrics-url (etcd's client URL, with --etcd-cert, --etcd-key and --etcd-ca for client TLS)";
-    Box::pin(async move {
-        Ok(Contribution {
-            gaps: vec![
-                Gap::new(
-                    etcd::GAP_HEALTH,
-                    GapReason::NotSupplied,
-                    format!("etcd's own health was not checked: {how}"),
-                ),
-                Gap::new(
-                    etcd::GAP_ALARMS,
-                    GapReason::NotSupplied,
-                    format!("etcd's alarms (NOSPACE, CORRUPT) were not checked: {how}"),
-                ),
-            ],
-            ..Contribution::default()
-        })
-    })
-}
-
-fn etcd_checks<'a>(run: &'a Run<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let Some(e) = &run.etcd else {
-            return Ok(Contribution::default());
-        };
-        let (health, alarms) = tokio::join!(
-            super::bounded(run.deadline, e.health()),
-            super::bounded(run.deadline, e.alarms())
-        );
-        let mut checks = Vec::new();
-        let mut gaps = Vec::new();
-        for (id, result) in [(etcd::GAP_HEALTH, health), (etcd::GAP_ALARMS, alarms)] {
-            match result {
-                Ok(check) => checks.push(check),
-                Err(e) => gaps.push(super::gap_for(id, &e)),
-            }
-        }
-        Ok(Contribution {
-            evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
-                b.health_checks.extend(checks)
-            })),
-            gaps,
-            ..Contribution::default()
-        })
-    })
-}
-
-fn discovery_probes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let follow = discovery::FollowUps {
-            list: run.opts.list_probe,
-            delegation: run.opts.delegation_probe,
-        };
-        let (probes, gaps) =
-            discovery::probe_all(&run.fetcher, found.bundle, follow, run.deadline).await;
-        Ok(Contribution {
-            gaps,
-            probes,
-            ..Contribution::default()
-        })
-    })
-}
-
-fn admission_probes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let (probes, gaps) = discovery::probe_admission(
-            &run.fetcher,
-            found.bundle,
-            &run.opts.namespace,
-            run.deadline,
-        )
-        .await;
-        Ok(Contribution {
-            gaps,
-            probes,
-            ..Contribution::default()
-        })
-    })
-}
-
-fn backend_objects<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let found = Arc::new(backends::fetch(&run.fetcher, found.references).await?);
-        // Stage three reads them (selectors, addresses); the bundle gets them when it lands.
-        let _ = run.backends.set(Arc::clone(&found));
-        let gaps = found.gaps.clone();
-        Ok(Contribution {
-            evidence: Some(Box::new(move |b: &mut EvidenceBundle| found.apply(b))),
-            gaps,
-            ..Contribution::default()
-        })
-    })
-}
-
-/// Stage two's Services (none when it failed).
-fn found_backends(run: &Run<'_>) -> Arc<Backends> {
-    run.backends.get().cloned().unwrap_or_default()
-}
-
-fn pods<'a>(run: &'a Run<'a>, _: &'a Found<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let pods = Arc::new(backends::fetch_pods(&run.fetcher, &found_backends(run)).await?);
-        let _ = run.pods.set(Arc::clone(&pods));
-        Ok(Contribution::of(Box::new(move |b: &mut EvidenceBundle| {
-            pods.apply(b)
-        })))
-    })
-}
-
-fn pod_logs<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        // No Pods, no logs: their gap is already recorded.
-        let Some(pods) = run.pods.get() else {
-            return Ok(Contribution::default());
-        };
-        let (findings, gaps) = logs::fetch(
-            &run.fetcher,
-            found.bundle,
-            found.references,
-            &pods.by_service,
-            run.deadline,
-        )
-        .await;
-        Ok(Contribution {
-            evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
-                b.log_findings.extend(findings)
-            })),
-            gaps,
-            ..Contribution::default()
-        })
-    })
-}
-
-fn handshakes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let targets = tls::targets(
-            found.bundle,
-            &found_backends(run),
-            &run.opts.backend_addresses,
-        );
-        let tls::Handshakes {
-            certs,
-            gaps,
-            probes,
-        } = tls::capture_all(targets, run.opts.request_timeout, run.deadline).await;
-        Ok(Contribution {
-            evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
-                b.certificates.extend(certs)
-            })),
-            gaps,
-            probes,
-            ..Contribution::default()
-        })
-    })
-}
-
-fn prometheus<'a>(run: &'a Run<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let Some(p) = &run.prometheus else {
-            return Ok(Contribution::default());
-        };
-        let (sources, gaps) = p.collect(run.etcd.is_none(), run.deadline).await;
-        // In place of the API server's scrape, for the run's verdict on access.
-        run.prometheus_brought
-            .store(!sources.is_empty(), Ordering::Relaxed);
-        Ok(Contribution {
-            evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
-                b.metrics.extend(sources)
-            })),
-            gaps,
-            ..Contribution::default()
-        })
-    })
-}
-
-fn first_scrape<'a>(run: &'a Run<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let round = run.scrapes().first(run.deadline).await;
-        let _ = run.first_scrape.set(FirstScrape {
-            scraped: round.apiserver.is_some(),
-            apiserver_ok: round.apiserver_ok(),
-            refused: matches!(
-                &round.apiserver,
-                Some(Err(FetchError::Status {
-                    code: 401 | 403,
-                    ..
-                }))
-            ),
-        });
-        if run.opts.window.is_zero() {
-            // One scrape: it lands now.
-            return Ok(scraped(run, round, None));
-        }
-        if let Ok(mut first) = run.first_round.lock() {
-            *first = Some(round);
-        }
-        Ok(Contribution::default())
-    })
-}
-
-fn second_scrape<'a>(run: &'a Run<'a>) -> SourceFuture<'a> {
-    Box::pin(async move {
-        let first = run
-            .first_round
-            .lock()
-            .ok()
-            .and_then(|mut f| f.take())
-            .unwrap_or_default();
-        if !first.any_ok() {
-            // No first scrape to compare with: the second one will not happen.
-            let mut c = scraped(run, first, None);
-            c.skipped = true;
-            return Ok(c);
-        }
-        let until = (Instant::now() + run.opts.window).min(run.deadline);
-        wait_until(run.progress, "second /metrics scrape", "--window", until).await;
-        let second = run.scrapes().second(&first, run.deadline).await;
-        Ok(scraped(run, first, Some(second)))
-    })
-}
-
-/// The metrics sources and gaps of the scrape rounds taken.
-fn scraped(run: &Run<'_>, first: Round, second: Option<Round>) -> Contribution {
-    let origins = window::Origins {
-        apiserver: format!("{}/metrics", run.server),
-        etcd: run.etcd.as_ref().map(Etcd::metrics_url),
-    };
-    let (sources, gaps) = window::finish(first, second, &origins);
-    Contribution {
-        evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
-            b.metrics.extend(sources)
-        })),
-        gaps,
-        ..Contribution::default()
-    }
 }
 
 #[cfg(test)]

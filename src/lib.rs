@@ -15,6 +15,8 @@
 //!   [`promtext`]'s writer).
 //! * [`report`] renders a `Diagnosis` as a table, JSON, YAML, Markdown or JUnit XML.
 //! * [`cli`] is the clap surface: one file per subcommand, no domain logic.
+//! * [`semantics`] holds the Kubernetes and Go rules both sides apply, written once (x509 host
+//!   names, label selectors); it depends on nothing else in the crate.
 //! * [`fuzzing`] holds the bodies of the fuzz targets in `fuzz/`, one per untrusted-input entry point.
 //!
 //! The reference server never imports the engine: a server that knew the verdicts would make every
@@ -30,6 +32,7 @@ pub mod pki;
 pub mod promtext;
 pub mod refserver;
 pub mod report;
+pub mod semantics;
 
 /// The version of this build, as `--version` prints it and every bundle records it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -355,12 +355,25 @@ impl LabelSelector {
         self.match_labels.is_empty() && self.match_expressions.is_empty()
     }
 
-    /// Whether a set of labels satisfies the selector (Kubernetes semantics).
-    pub fn matches(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+    /// The selector's requirements (`metav1.LabelSelectorAsSelector`).
+    pub fn requirements(&self) -> Vec<crate::semantics::label_selector::Requirement> {
+        use crate::semantics::label_selector::Requirement;
         self.match_labels
             .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
-            && self.match_expressions.iter().all(|e| e.matches(labels))
+            .map(|(k, v)| Requirement::equals(k, v))
+            .chain(
+                self.match_expressions
+                    .iter()
+                    .map(|e| Requirement::from_expression(&e.key, &e.operator, e.values.clone())),
+            )
+            .collect()
+    }
+
+    /// Whether a set of labels satisfies the selector (Kubernetes semantics, `crate::semantics`).
+    pub fn matches(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        crate::semantics::label_selector::matches_all(&self.requirements(), |k| {
+            labels.get(k).map(String::as_str)
+        })
     }
 }
 
@@ -375,19 +388,6 @@ pub struct LabelSelectorRequirement {
     /// Values for `In`/`NotIn`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<String>,
-}
-
-impl LabelSelectorRequirement {
-    fn matches(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
-        match self.operator.as_str() {
-            "In" => value.is_some_and(|v| self.values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !self.values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => false,
-        }
-    }
 }
 
 /// Where a webhook or conversion webhook sends its requests.

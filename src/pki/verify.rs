@@ -6,9 +6,10 @@
 //! order are Go's, so that text from a real kube-apiserver, from the reference server and from
 //! extpath's own handshake can be matched by the same rules.
 
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls_pki_types::{CertificateDer, UnixTime};
 
 use super::decode::{CertInfo, decode_der};
+use crate::semantics::x509_host;
 
 /// Why a chain did not verify. `Display` is the message Go's crypto/x509 would print.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -206,29 +207,19 @@ fn candidate_name(info: &CertInfo) -> String {
         .unwrap_or_else(|| info.subject.clone())
 }
 
-/// Go's `VerifyHostname`: IP hosts against IP SANs, DNS hosts against DNS SANs (wildcards in the
-/// leftmost label only, case-insensitive). The Common Name is never used.
+/// Go's `VerifyHostname` (`crate::semantics::x509_host`): IP hosts against IP SANs, DNS hosts
+/// against DNS SANs. The Common Name is never used; it only changes the message.
 fn check_hostname(leaf: &CertInfo, host: &str) -> Result<(), VerifyError> {
-    let host_trimmed = host.trim_start_matches('[').trim_end_matches(']');
-    let ok = if let Ok(ip) = host_trimmed.parse::<std::net::IpAddr>() {
-        leaf.ip_addresses
-            .iter()
-            .any(|s| s.parse::<std::net::IpAddr>().ok() == Some(ip))
-    } else {
-        // Validate the form of the name the way rustls would, then match like Go.
-        let _ = ServerName::try_from(host_trimmed.to_string());
-        leaf.dns_names
-            .iter()
-            .any(|pattern| dns_matches(pattern, host_trimmed))
-    };
-    if ok {
+    if x509_host::verify_hostname(&leaf.dns_names, &leaf.ip_addresses, host) {
         return Ok(());
     }
+    let host_trimmed = host.trim_start_matches('[').trim_end_matches(']');
+    // Go's `HostnameError.Error`: a certificate without SANs whose CN would have matched.
     let legacy_common_name = !leaf.has_san_extension
         && leaf
             .common_name
             .as_deref()
-            .is_some_and(|cn| dns_matches(cn, host_trimmed));
+            .is_some_and(|cn| x509_host::match_hostnames(cn, host_trimmed));
     Err(VerifyError::Hostname {
         host: host_trimmed.to_string(),
         dns_names: leaf.dns_names.clone(),
@@ -237,38 +228,9 @@ fn check_hostname(leaf: &CertInfo, host: &str) -> Result<(), VerifyError> {
     })
 }
 
-fn dns_matches(pattern: &str, host: &str) -> bool {
-    let pattern = pattern.trim_end_matches('.').to_ascii_lowercase();
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    if pattern.is_empty() || host.is_empty() {
-        return false;
-    }
-    let p: Vec<&str> = pattern.split('.').collect();
-    let h: Vec<&str> = host.split('.').collect();
-    if p.len() != h.len() {
-        return false;
-    }
-    p.iter()
-        .zip(&h)
-        .enumerate()
-        .all(|(i, (pl, hl))| (i == 0 && *pl == "*" && p.len() > 2) || pl == hl)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wildcard_only_in_leftmost_label() {
-        assert!(dns_matches("*.example.com", "a.example.com"));
-        assert!(!dns_matches("*.example.com", "a.b.example.com"));
-        assert!(!dns_matches("a.*.com", "a.b.com"));
-        assert!(dns_matches(
-            "API.wardle-system.svc",
-            "api.wardle-system.svc"
-        ));
-        assert!(!dns_matches("*.svc", "x.svc"));
-    }
 
     #[test]
     fn hostname_messages_are_gos() {

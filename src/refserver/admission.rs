@@ -9,6 +9,14 @@
 //! have the names and labels of every supported release and the release's latency buckets (1.24
 //! tops out at 2.5 s: `profile.rs`), including the surprise the real captures show: a call failure
 //! is counted with `rejection_code="400"` although the client gets 500.
+//!
+//! Rule matching is apiserver's `rules.Matcher`, written here apart from the collector's copy
+//! (`collect/why/webhook_match.rs`) on purpose — this server is the oracle `why` is tested against —
+//! and held to the same answers by `tests/semantics/webhook_rules.yaml`. Label selectors are the
+//! shared `crate::semantics::label_selector`. `matchPolicy` is not modelled: a rule matches the
+//! request's own version only, as with `Exact`; with `Equivalent` (the default) kube-apiserver also
+//! calls a webhook whose rule names another served version of the same resource (a CRD with two
+//! versions), converting the object — not done here, and left out of the table.
 
 use std::time::Instant;
 
@@ -25,6 +33,7 @@ use super::request::RequestInfo;
 use super::state::State;
 use super::status::ApiError;
 use super::store::Key;
+use crate::semantics::label_selector;
 
 const DURATION: Desc = Desc {
     name: "apiserver_admission_webhook_admission_duration_seconds",
@@ -73,7 +82,11 @@ fn listed(list: &Value, v: &str) -> bool {
         .is_some_and(|a| a.iter().any(|x| x == "*" || x.as_str() == Some(v)))
 }
 
-fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource: &str) -> bool {
+/// Whether one `rules[]` entry of a webhook covers a write (apiserver's `rules.Matcher`: scope,
+/// operation, group, version, then resource with `*` and `res/*`, `*/sub` subresource patterns).
+/// Written apart from the collector's copy on purpose (see `crate::semantics`);
+/// `tests/semantics/webhook_rules.yaml` holds both to the Go answers.
+pub fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource: &str) -> bool {
     let resource = if subresource.is_empty() {
         def.resource.clone()
     } else {
@@ -97,34 +110,11 @@ fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource: &st
         && scope_ok
 }
 
-/// `metav1.LabelSelector` against labels.
+/// `metav1.LabelSelector` against labels (apimachinery's requirements, `crate::semantics`: a pure
+/// rule the collector's webhook matching applies too, held to `tests/semantics/label_selector.yaml`).
+/// A missing selector is the defaulted empty one, which matches everything.
 pub fn label_selector_matches(sel: &Value, labels: &Value) -> bool {
-    if sel.is_null() {
-        return true;
-    }
-    let get = |k: &str| labels.get(k).and_then(Value::as_str);
-    let ml = sel["matchLabels"]
-        .as_object()
-        .is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
-    let me = sel["matchExpressions"].as_array().is_none_or(|es| {
-        es.iter().all(|e| {
-            let key = e["key"].as_str().unwrap_or("");
-            let vals: Vec<&str> = e["values"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match e["operator"].as_str() {
-                Some("In") => get(key).is_some_and(|v| vals.contains(&v)),
-                Some("NotIn") => get(key).is_none_or(|v| !vals.contains(&v)),
-                Some("Exists") => get(key).is_some(),
-                Some("DoesNotExist") => get(key).is_none(),
-                _ => false,
-            }
-        })
-    });
-    ml && me
+    label_selector::json_selector_matches(sel, labels)
 }
 
 fn webhook_applies(
@@ -135,35 +125,46 @@ fn webhook_applies(
     info: &RequestInfo,
     obj: &Value,
 ) -> bool {
-    let rules_ok = hook["rules"].as_array().is_some_and(|rs| {
-        rs.iter()
-            .any(|r| rule_matches(r, def, op, &info.subresource))
-    });
-    if !rules_ok {
-        return false;
-    }
-    let ns_labels = if def.kind == "Namespace" {
-        obj.pointer("/metadata/labels")
-            .cloned()
-            .unwrap_or(Value::Null)
-    } else if def.namespaced {
+    let ns_labels = if def.namespaced {
         state
+            .storage
             .store
             .get(&Key::new("", "namespaces", "", &info.namespace))
             .and_then(|n| n.pointer("/metadata/labels").cloned())
             .unwrap_or(Value::Null)
     } else {
-        // Cluster-scoped objects ignore namespaceSelector.
-        return label_selector_matches(
-            &hook["objectSelector"],
-            obj.pointer("/metadata/labels").unwrap_or(&Value::Null),
-        );
+        Value::Null
     };
-    label_selector_matches(&hook["namespaceSelector"], &ns_labels)
-        && label_selector_matches(
-            &hook["objectSelector"],
-            obj.pointer("/metadata/labels").unwrap_or(&Value::Null),
-        )
+    webhook_matches(hook, def, op, &info.subresource, &ns_labels, obj)
+}
+
+/// Whether the API server calls `hook` for a write of `obj`: some rule covers it, then the
+/// `namespaceSelector` holds for the labels of the object's namespace (`namespace_labels`) — or, for
+/// a Namespace, its own labels; other cluster-scoped objects ignore it — and the `objectSelector`
+/// holds for the object's labels.
+pub fn webhook_matches(
+    hook: &Value,
+    def: &ResourceDef,
+    op: Operation,
+    subresource: &str,
+    namespace_labels: &Value,
+    obj: &Value,
+) -> bool {
+    let rules_ok = hook["rules"]
+        .as_array()
+        .is_some_and(|rs| rs.iter().any(|r| rule_matches(r, def, op, subresource)));
+    if !rules_ok {
+        return false;
+    }
+    let own = obj.pointer("/metadata/labels").unwrap_or(&Value::Null);
+    let namespace_ok = if def.kind == "Namespace" {
+        label_selector_matches(&hook["namespaceSelector"], own)
+    } else if def.namespaced {
+        label_selector_matches(&hook["namespaceSelector"], namespace_labels)
+    } else {
+        true
+    };
+    namespace_ok && label_selector_matches(&hook["objectSelector"], own)
 }
 
 struct Hook {
@@ -178,6 +179,7 @@ fn hooks(state: &State) -> Vec<Hook> {
         ("validatingwebhookconfigurations", false),
     ] {
         let (configs, _) = state
+            .storage
             .store
             .list("admissionregistration.k8s.io", resource, None);
         for c in configs {
@@ -219,7 +221,7 @@ async fn call(state: &State, hook: &Value, review: &Value) -> Result<Value, Call
         body: Bytes::from(review.to_string()),
     };
     let exchange = async {
-        let resp = network::send(state, out).await?;
+        let resp = network::send(&state.cluster, &state.storage.store, out).await?;
         let status = resp.status().as_u16();
         let body = resp
             .into_body()
@@ -333,7 +335,7 @@ pub async fn admit(
             old.as_ref(),
             user,
             info,
-            state.store.revision() * 1000 + i as u64,
+            state.storage.store.revision() * 1000 + i as u64,
         );
         let outcome = call(state, &hook, &rv).await;
         let elapsed = started.elapsed().as_secs_f64();
@@ -342,11 +344,12 @@ pub async fn admit(
             Err(CallError::Calling(cause)) => {
                 let message = format!("failed calling webhook \"{name}\": {cause}");
                 if fail_open {
-                    state.metrics.inc(&FAIL_OPEN, &[&name, kind]);
+                    state.observability.metrics.inc(&FAIL_OPEN, &[&name, kind]);
                     state
+                        .observability
                         .metrics
                         .inc(&REQUESTS, &["400", &name, opn, "false", kind]);
-                    state.metrics.observe(
+                    state.observability.metrics.observe(
                         &DURATION,
                         state.profile.webhook_latency_buckets(),
                         &[&name, opn, "false", kind],
@@ -354,14 +357,15 @@ pub async fn admit(
                     );
                     continue;
                 }
-                state.metrics.inc(
+                state.observability.metrics.inc(
                     &REJECTIONS,
                     &["calling_webhook_error", &name, opn, "400", kind],
                 );
                 state
+                    .observability
                     .metrics
                     .inc(&REQUESTS, &["400", &name, opn, "true", kind]);
-                state.metrics.observe(
+                state.observability.metrics.observe(
                     &DURATION,
                     state.profile.webhook_latency_buckets(),
                     &[&name, opn, "true", kind],
@@ -379,14 +383,15 @@ pub async fn admit(
                 } else {
                     format!("{denied}: {msg}")
                 };
-                state.metrics.inc(
+                state.observability.metrics.inc(
                     &REJECTIONS,
                     &["no_error", &name, opn, &code.to_string(), kind],
                 );
                 state
+                    .observability
                     .metrics
                     .inc(&REQUESTS, &[&code.to_string(), &name, opn, "true", kind]);
-                state.metrics.observe(
+                state.observability.metrics.observe(
                     &DURATION,
                     state.profile.webhook_latency_buckets(),
                     &[&name, opn, "true", kind],
@@ -407,9 +412,10 @@ pub async fn admit(
             }
             Ok(response) => {
                 state
+                    .observability
                     .metrics
                     .inc(&REQUESTS, &["200", &name, opn, "false", kind]);
-                state.metrics.observe(
+                state.observability.metrics.observe(
                     &DURATION,
                     state.profile.webhook_latency_buckets(),
                     &[&name, opn, "false", kind],
@@ -422,11 +428,7 @@ pub async fn admit(
                     let bytes = base64::engine::general_purpose::STANDARD.decode(patch).map_err(|e| {
                         ApiError::internal(&format!("failed calling webhook \"{name}\": received invalid webhook response: {e}"))
                     })?;
-                    super::api::patch::apply_patch(
-                        &mut obj,
-                        "application/json-patch+json",
-                        &bytes,
-                    )?;
+                    super::patch::apply_patch(&mut obj, "application/json-patch+json", &bytes)?;
                 }
             }
         }

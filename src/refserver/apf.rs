@@ -15,6 +15,10 @@
 //! the wait buckets are the release's (`profile.rs`: `…_request_concurrency_limit` and
 //! `…_request_concurrency_in_use` on 1.24, `…_nominal_limit_seats` and `…_current_executing_seats`
 //! as well on 1.30).
+//!
+//! Classification is apiserver's `match.go`, written here apart from the collector's copy
+//! (`collect/why/flow_match.rs`) on purpose — this server is the oracle `why` is tested against —
+//! and held to the same answers by `tests/semantics/flow_schema.yaml`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -191,17 +195,41 @@ fn subject_matches(s: &Value, user: &UserInfo) -> bool {
     }
 }
 
+/// apiserver's `matchPolicyRuleNonResourceURL`: `*` matches everything, a pattern matches its
+/// own path, and otherwise the pattern without a trailing `*` and with a trailing `/` is a prefix —
+/// so `/healthz/*` matches `/healthz/etcd` but not `/healthz`, and `/healthz` also matches
+/// `/healthz/etcd`. Written apart from the collector's copy on purpose (see `crate::semantics`);
+/// `tests/semantics/flow_schema.yaml` holds both to the Go answers.
+fn non_resource_url_matches(pattern: &str, path: &str) -> bool {
+    if pattern == "*" || pattern == path {
+        return true;
+    }
+    let prefix = pattern.strip_suffix('*').unwrap_or(pattern);
+    if prefix.ends_with('/') {
+        path.starts_with(prefix)
+    } else {
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
+    }
+}
+
 fn rule_matches(rule: &Value, user: &UserInfo, info: &RequestInfo) -> bool {
     let subjects = rule["subjects"].as_array().cloned().unwrap_or_default();
     if !subjects.iter().any(|s| subject_matches(s, user)) {
         return false;
     }
     if info.is_resource {
+        let resource = if info.subresource.is_empty() {
+            info.resource.clone()
+        } else {
+            format!("{}/{}", info.resource, info.subresource)
+        };
         rule["resourceRules"].as_array().is_some_and(|rs| {
             rs.iter().any(|r| {
                 matches_list(&r["verbs"], &info.verb)
                     && matches_list(&r["apiGroups"], &info.group)
-                    && matches_list(&r["resources"], &info.resource)
+                    // Go's `rsJoin`: a subresource request is `pods/status`, not `pods`.
+                    && matches_list(&r["resources"], &resource)
                     && if info.namespace.is_empty() {
                         r["clusterScope"].as_bool() == Some(true)
                     } else {
@@ -216,10 +244,7 @@ fn rule_matches(rule: &Value, user: &UserInfo, info: &RequestInfo) -> bool {
                     && r["nonResourceURLs"].as_array().is_some_and(|u| {
                         u.iter()
                             .filter_map(Value::as_str)
-                            .any(|p| match p.strip_suffix('*') {
-                                Some(prefix) => info.path.starts_with(prefix),
-                                None => p == info.path,
-                            })
+                            .any(|p| non_resource_url_matches(p, &info.path))
                     })
             })
         })
@@ -231,6 +256,39 @@ fn uid(v: &Value) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
+}
+
+/// Whether one FlowSchema matches a request (apiserver's `matchesFlowSchema`: some rule whose
+/// subjects include the user and whose resource or non-resource rules cover the request).
+pub fn flow_schema_matches(fs: &Value, user: &UserInfo, info: &RequestInfo) -> bool {
+    fs.pointer("/spec/rules")
+        .and_then(Value::as_array)
+        .is_some_and(|rules| rules.iter().any(|r| rule_matches(r, user, info)))
+}
+
+/// The FlowSchema that classifies a request: the first match in order of `matchingPrecedence`
+/// (default 1000), ties broken by name (apiserver's `FlowSchemaSequence` order).
+pub fn match_flow_schema<'v>(
+    schemas: &'v [Value],
+    user: &UserInfo,
+    info: &RequestInfo,
+) -> Option<&'v Value> {
+    let key = |fs: &Value| {
+        (
+            fs.pointer("/spec/matchingPrecedence")
+                .and_then(Value::as_i64)
+                .unwrap_or(1000),
+            fs.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    let mut ordered: Vec<&Value> = schemas.iter().collect();
+    ordered.sort_by_cached_key(|fs| key(fs));
+    ordered
+        .into_iter()
+        .find(|fs| flow_schema_matches(fs, user, info))
 }
 
 impl Apf {
@@ -253,17 +311,8 @@ impl Apf {
         user: &UserInfo,
         info: &RequestInfo,
     ) -> Option<(Classification, Value)> {
-        let (mut schemas, _) = store.list("flowcontrol.apiserver.k8s.io", "flowschemas", None);
-        schemas.sort_by_key(|fs| {
-            fs.pointer("/spec/matchingPrecedence")
-                .and_then(Value::as_i64)
-                .unwrap_or(1000)
-        });
-        let fs = schemas.into_iter().find(|fs| {
-            fs.pointer("/spec/rules")
-                .and_then(Value::as_array)
-                .is_some_and(|rules| rules.iter().any(|r| rule_matches(r, user, info)))
-        })?;
+        let (schemas, _) = store.list("flowcontrol.apiserver.k8s.io", "flowschemas", None);
+        let fs = match_flow_schema(&schemas, user, info)?;
         let pl_name = fs
             .pointer("/spec/priorityLevelConfiguration/name")
             .and_then(Value::as_str)?
@@ -282,7 +331,7 @@ impl Apf {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .into(),
-                flow_schema_uid: uid(&fs),
+                flow_schema_uid: uid(fs),
                 priority_level: pl_name,
                 priority_level_uid: uid(&pl),
             },

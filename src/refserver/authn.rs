@@ -9,14 +9,100 @@
 //! an allow rule of the user or a grant of the RBAC objects in the store (`super::rbac`), else a
 //! 403 with RBAC's exact wording. The aggregator authorizes before
 //! proxying, like the real one, so a user without rules never reaches an extension server.
+//!
+//! It owns the server's identity tables ([`Authn`]: tokens, allow rules, the admin token, the
+//! client CA) and reads the RBAC objects from the store it is handed; it never sees the rest of the
+//! server's state. Backends with delegated authorization reach it through [`Authorizer`].
+
+use std::collections::HashMap;
 
 use http::HeaderMap;
+use rustls_pki_types::CertificateDer;
+use sha2::Digest;
 
+use super::certs::ServerPki;
 use super::request::RequestInfo;
-use super::scenario::Rule;
-use super::state::State;
+use super::scenario::{Rule, Scenario};
 use super::status::ApiError;
+use super::store::Store;
 use super::tls::{PeerChain, client_identity};
+
+/// Who may call the server and what each user may do beyond RBAC: built once from the scenario
+/// and the PKI.
+pub struct Authn {
+    /// Bearer token → user.
+    tokens: HashMap<String, UserInfo>,
+    /// User → allow rules.
+    rules: HashMap<String, Vec<Rule>>,
+    /// The admin's bearer token.
+    admin_token: String,
+    /// The CA client certificates must chain to.
+    client_ca: CertificateDer<'static>,
+    /// `server.anonymousAuth`.
+    anonymous: bool,
+}
+
+impl std::fmt::Debug for Authn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Tokens are credentials: never in debug output.
+        f.debug_struct("Authn")
+            .field("users", &self.rules.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authn {
+    /// The tables of a scenario's users, plus a generated `admin` in `system:masters`.
+    pub fn new(scenario: &Scenario, pki: &ServerPki) -> Self {
+        // Unique per start and never written anywhere but the kubeconfig.
+        let admin_token =
+            hex(&sha2::Sha256::digest(pki.serving_ca.cert_pem.as_bytes()))[..32].to_string();
+        let mut tokens = HashMap::new();
+        tokens.insert(
+            admin_token.clone(),
+            UserInfo {
+                name: "admin".into(),
+                groups: vec!["system:masters".into()],
+            },
+        );
+        let mut rules = HashMap::new();
+        for u in &scenario.users {
+            if let Some(t) = &u.token {
+                tokens.insert(
+                    t.clone(),
+                    UserInfo {
+                        name: u.name.clone(),
+                        groups: u.groups.clone(),
+                    },
+                );
+            }
+            rules.insert(u.name.clone(), u.allow.clone());
+        }
+        Authn {
+            tokens,
+            rules,
+            admin_token,
+            client_ca: pki.client_ca.cert_der.clone(),
+            anonymous: scenario.server.anonymous_auth,
+        }
+    }
+
+    /// The admin's bearer token (`system:masters`).
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The server's authorizer as a backend with delegated authorization asks it (a
+/// SubjectAccessReview): the running server answers, with the RBAC objects in its store.
+pub trait Authorizer: Send + Sync {
+    /// Whether `user` may make the request `info` ([`allowed`]).
+    fn allows(&self, user: &UserInfo, info: &RequestInfo) -> bool;
+}
 
 /// An authenticated user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +125,7 @@ impl UserInfo {
 /// # Errors
 /// 401 Unauthorized when a credential is presented but invalid, or none is and anonymous auth is off.
 pub fn authenticate(
-    state: &State,
+    authn: &Authn,
     headers: &HeaderMap,
     peer: &PeerChain,
 ) -> Result<UserInfo, ApiError> {
@@ -50,11 +136,11 @@ pub fn authenticate(
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
             .ok_or_else(ApiError::unauthorized)?;
-        let user = state.tokens.get(token).ok_or_else(ApiError::unauthorized)?;
+        let user = authn.tokens.get(token).ok_or_else(ApiError::unauthorized)?;
         return Ok(with_authenticated(user.clone()));
     }
     if let Some(chain) = peer {
-        let roots = [state.pki.client_ca.cert_der.clone()];
+        let roots = [authn.client_ca.clone()];
         if let Ok(id) = client_identity(chain, &roots, jiff::Timestamp::now()) {
             return Ok(with_authenticated(UserInfo {
                 name: id.user,
@@ -63,7 +149,7 @@ pub fn authenticate(
         }
         return Err(ApiError::unauthorized());
     }
-    if state.scenario.server.anonymous_auth {
+    if authn.anonymous {
         return Ok(UserInfo {
             name: "system:anonymous".into(),
             groups: vec!["system:unauthenticated".into()],
@@ -78,7 +164,8 @@ pub fn authenticate(
 /// # Errors
 /// 403 with RBAC's wording when the requester may not impersonate.
 pub fn impersonate(
-    state: &State,
+    authn: &Authn,
+    store: &Store,
     headers: &HeaderMap,
     user: UserInfo,
 ) -> Result<UserInfo, ApiError> {
@@ -96,7 +183,7 @@ pub fn impersonate(
         .collect();
     let may = |resource: &str, name: &str| {
         let info = RequestInfo::parse("IMPERSONATE", &format!("/api/v1/{resource}/{name}"));
-        allowed(state, &user, &info)
+        allowed(authn, store, &user, &info)
     };
     if !may("users", &target) {
         let info = RequestInfo::parse("IMPERSONATE", &format!("/api/v1/users/{target}"));
@@ -200,7 +287,7 @@ pub fn forbidden_message(user: &str, info: &RequestInfo) -> String {
 /// Whether kube-apiserver's authorizer allows a request: `system:masters`, discovery and public
 /// information for every (authenticated) user, the user's scenario `allow:` rules, or the RBAC
 /// objects in the store. It also answers the SubjectAccessReviews extension backends create.
-pub fn allowed(state: &State, user: &UserInfo, info: &RequestInfo) -> bool {
+pub fn allowed(authn: &Authn, store: &Store, user: &UserInfo, info: &RequestInfo) -> bool {
     if user.is_master() {
         return true;
     }
@@ -216,13 +303,13 @@ pub fn allowed(state: &State, user: &UserInfo, info: &RequestInfo) -> bool {
             return true;
         }
     }
-    let rules = state
+    let rules = authn
         .rules
         .get(&user.name)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     rules.iter().any(|r| rule_allows(r, info))
-        || super::rbac::Objects::from_store(&state.store).allows(
+        || super::rbac::Objects::from_store(store).allows(
             &user.name,
             &user.groups,
             &super::rbac::Attributes::from(info),
@@ -233,8 +320,13 @@ pub fn allowed(state: &State, user: &UserInfo, info: &RequestInfo) -> bool {
 ///
 /// # Errors
 /// 403 Forbidden with RBAC's wording.
-pub fn authorize(state: &State, user: &UserInfo, info: &RequestInfo) -> Result<(), ApiError> {
-    if allowed(state, user, info) {
+pub fn authorize(
+    authn: &Authn,
+    store: &Store,
+    user: &UserInfo,
+    info: &RequestInfo,
+) -> Result<(), ApiError> {
+    if allowed(authn, store, user, info) {
         return Ok(());
     }
     Err(ApiError::forbidden(

@@ -47,7 +47,7 @@ pub fn default_on_create(state: &State, def: &ResourceDef, obj: &mut Value) {
             let external =
                 obj.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName");
             if !external && obj.pointer("/spec/clusterIP").is_none() {
-                let n = state.store.count("", "services") + 10;
+                let n = state.storage.store.count("", "services") + 10;
                 obj["spec"]["clusterIP"] = json!(format!("10.96.{}.{}", n / 250, n % 250 + 1));
                 obj["spec"]["clusterIPs"] = json!([obj["spec"]["clusterIP"].clone()]);
             }
@@ -166,9 +166,13 @@ fn mirror_slices(ep: Option<&Value>, ns: &str, name: &str) -> Vec<Value> {
 }
 
 fn sync_endpoint_slices(state: &State, ns: &str, name: &str) {
-    let ep = state.store.get(&Key::new("", "endpoints", ns, name));
+    let ep = state
+        .storage
+        .store
+        .get(&Key::new("", "endpoints", ns, name));
     let wanted = mirror_slices(ep.as_ref(), ns, name);
     let (existing, _) = state
+        .storage
         .store
         .list("discovery.k8s.io", "endpointslices", Some(ns));
     for old in existing.iter().filter(|s| {
@@ -184,7 +188,7 @@ fn sync_endpoint_slices(state: &State, ns: &str, name: &str) {
             .and_then(Value::as_str)
             .unwrap_or_default();
         if !wanted.iter().any(|w| w["metadata"]["name"] == n) {
-            let _ = state.store.delete(
+            let _ = state.storage.store.delete(
                 &Key::new("discovery.k8s.io", "endpointslices", ns, n),
                 None,
                 false,
@@ -197,16 +201,16 @@ fn sync_endpoint_slices(state: &State, ns: &str, name: &str) {
             .unwrap_or_default()
             .to_string();
         let key = Key::new("discovery.k8s.io", "endpointslices", ns, &n);
-        match state.store.get(&key) {
+        match state.storage.store.get(&key) {
             Some(cur) => {
                 let mut next = w.clone();
                 next["metadata"] = cur["metadata"].clone();
                 if next != cur {
-                    let _ = state.store.update(key, next, false);
+                    let _ = state.storage.store.update(key, next, false);
                 }
             }
             None => {
-                let _ = state.store.create(key, w, false);
+                let _ = state.storage.store.create(key, w, false);
             }
         }
     }
@@ -233,15 +237,18 @@ fn local_apiservice(group: &str, version: &str, gp: i64, vp: i64, automanaged: b
 
 /// Local APIServices for CRD group/versions: create missing, delete orphaned automanaged ones.
 fn sync_crd_apiservices(state: &State) {
-    let (crds, _) = state
-        .store
-        .list("apiextensions.k8s.io", "customresourcedefinitions", None);
+    let (crds, _) =
+        state
+            .storage
+            .store
+            .list("apiextensions.k8s.io", "customresourcedefinitions", None);
     let wanted: Vec<(String, String)> = crds
         .iter()
         .flat_map(registry::crd_resources)
         .map(|d| (d.group, d.version))
         .collect();
     let (services, _) = state
+        .storage
         .store
         .list("apiregistration.k8s.io", "apiservices", None);
     for s in &services {
@@ -265,7 +272,7 @@ fn sync_crd_apiservices(state: &State) {
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            let _ = state.store.delete(
+            let _ = state.storage.store.delete(
                 &Key::new("apiregistration.k8s.io", "apiservices", "", n),
                 None,
                 false,
@@ -279,8 +286,8 @@ fn sync_crd_apiservices(state: &State) {
             .unwrap_or_default()
             .to_string();
         let key = Key::new("apiregistration.k8s.io", "apiservices", "", &name);
-        if state.store.get(&key).is_none() {
-            let _ = state.store.create(key, o, false);
+        if state.storage.store.get(&key).is_none() {
+            let _ = state.storage.store.create(key, o, false);
         }
     }
 }
@@ -291,6 +298,7 @@ pub fn after_write(state: &State, def: &ResourceDef, ns: &str, name: &str) {
         ("", "endpoints") => sync_endpoint_slices(state, ns, name),
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             if state
+                .storage
                 .store
                 .get(&Key::new(&def.group, &def.resource, "", name))
                 .is_none()
@@ -306,18 +314,18 @@ pub fn after_write(state: &State, def: &ResourceDef, ns: &str, name: &str) {
 }
 
 fn delete_orphaned_custom_resources(state: &State) {
-    let served: Vec<(String, String)> = registry::all(&state.store)
+    let served: Vec<(String, String)> = registry::all(&state.storage.store)
         .into_iter()
         .map(|d| (d.group, d.resource))
         .collect();
     // Custom resources live under their CRD's group; anything stored under a group/resource no
     // longer served (and not built in) belongs to a deleted CRD.
-    for key in state.store.keys() {
+    for key in state.storage.store.keys() {
         if !served
             .iter()
             .any(|(g, r)| *g == key.group && *r == key.resource)
         {
-            let _ = state.store.delete(&key, None, false);
+            let _ = state.storage.store.delete(&key, None, false);
         }
     }
 }
@@ -401,7 +409,7 @@ pub fn load_initial(state: &State) -> Result<(), String> {
             Some(d) => Some(d),
             None => table
                 .get_or_insert_with(|| {
-                    registry::all(&state.store)
+                    registry::all(&state.storage.store)
                         .into_iter()
                         .map(|d| ((d.api_version(), d.kind.clone()), d))
                         .collect()
@@ -421,12 +429,12 @@ pub fn load_initial(state: &State) -> Result<(), String> {
         }
         default_on_create(state, &def, &mut o);
         let key = key_of(&def, &o);
-        match state.store.create(key.clone(), o.clone(), false) {
+        match state.storage.store.create(key.clone(), o.clone(), false) {
             Ok(_) => {}
             Err(StoreError::AlreadyExists) => {
-                let mut cur = state.store.get(&key).unwrap_or(Value::Null);
+                let mut cur = state.storage.store.get(&key).unwrap_or(Value::Null);
                 cur = merge_initial(cur, o);
-                let _ = state.store.update(key.clone(), cur, false);
+                let _ = state.storage.store.update(key.clone(), cur, false);
             }
             Err(e) => return Err(format!("{kind} {}: {e}", key.name)),
         }

@@ -46,7 +46,7 @@ const DURATION_BUCKETS: &[f64] = &[
 ];
 
 fn crd_of(state: &State, def: &ResourceDef) -> Option<Value> {
-    super::registry::crd_for(&state.store, &def.group, &def.resource)
+    super::registry::crd_for(&state.storage.store, &def.group, &def.resource)
 }
 
 async fn convert(
@@ -93,7 +93,7 @@ async fn convert(
         let started = Instant::now();
         let result = call(state, &crd, &o, desired).await;
         let ok = result.is_ok();
-        state.metrics.observe(
+        state.observability.metrics.observe(
             state.profile.crd_conversion_histogram(),
             CRD_DURATION_BUCKETS,
             &[&crd_name, &from, if ok { "true" } else { "false" }, desired],
@@ -103,8 +103,8 @@ async fn convert(
         match result {
             Ok(converted) => {
                 if webhook_families {
-                    state.metrics.inc(&REQUESTS, &["", "success"]);
-                    state.metrics.observe(
+                    state.observability.metrics.inc(&REQUESTS, &["", "success"]);
+                    state.observability.metrics.observe(
                         &DURATION,
                         DURATION_BUCKETS,
                         &["", "success"],
@@ -115,8 +115,11 @@ async fn convert(
             }
             Err((failure_type, cause)) => {
                 if webhook_families {
-                    state.metrics.inc(&REQUESTS, &[failure_type, "failure"]);
-                    state.metrics.observe(
+                    state
+                        .observability
+                        .metrics
+                        .inc(&REQUESTS, &[failure_type, "failure"]);
+                    state.observability.metrics.observe(
                         &DURATION,
                         DURATION_BUCKETS,
                         &[failure_type, "failure"],
@@ -145,7 +148,10 @@ async fn call(
         .unwrap_or(Value::Null);
     let target = webhook_target(&cc, 30).map_err(|e| ("conversion_webhook_call_failure", e))?;
     let url = target.url();
-    let uid = format!("c0a7e25e-0000-4000-8000-{:012x}", state.store.revision());
+    let uid = format!(
+        "c0a7e25e-0000-4000-8000-{:012x}",
+        state.storage.store.revision()
+    );
     let review = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "ConversionReview",
@@ -163,7 +169,7 @@ async fn call(
         body: Bytes::from(review.to_string()),
     };
     let exchange = async {
-        let resp = network::send(state, out).await?;
+        let resp = network::send(&state.cluster, &state.storage.store, out).await?;
         let status = resp.status().as_u16();
         let body = resp
             .into_body()

@@ -16,10 +16,11 @@ use http::{HeaderValue, Request, Response};
 use super::aggregator;
 use super::apf::{Classification, record_termination};
 use super::api;
-use super::authn::{authenticate, authorize, impersonate};
+use super::authn::{UserInfo, authenticate, authorize, impersonate};
 use super::metrics::Desc;
+use super::recorded::Recorded;
 use super::request::RequestInfo;
-use super::state::State;
+use super::state::{LoggedRequest, State};
 use super::status::ApiError;
 use super::tls::PeerChain;
 
@@ -89,7 +90,7 @@ fn record(state: &State, info: &RequestInfo, code: u16, started: Instant) {
     let dry_run = if info.dry_run() { "All" } else { "" };
     let sub = info.metric_subresource();
     let scope = info.metric_scope();
-    state.metrics.inc(
+    state.observability.metrics.inc(
         &REQUESTS,
         &[
             &code.to_string(),
@@ -103,7 +104,7 @@ fn record(state: &State, info: &RequestInfo, code: u16, started: Instant) {
             &info.version,
         ],
     );
-    state.metrics.observe(
+    state.observability.metrics.observe(
         &DURATION,
         state.profile.request_duration_buckets(),
         &[
@@ -120,8 +121,20 @@ fn record(state: &State, info: &RequestInfo, code: u16, started: Instant) {
     );
 }
 
-/// Handle one request whose body has been read.
-pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> Response<Body> {
+/// Marks a request sent by the server's own traffic (`traffic.rs`), so the request log can tell
+/// the server's own clients from the client under test: a request extension, never a header, so
+/// a network client cannot set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Traffic;
+
+/// Handle one request whose body has been read; `recorded` is the recording a replaying server
+/// answers from.
+pub async fn handle(
+    state: Arc<State>,
+    recorded: Option<&Recorded>,
+    req: Request<Bytes>,
+    peer: PeerChain,
+) -> Response<Body> {
     let started = Instant::now();
     let path_and_query = req
         .uri()
@@ -129,14 +142,14 @@ pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> 
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
     let info = RequestInfo::parse(req.method().as_str(), &path_and_query);
-    let user = authenticate(&state, req.headers(), &peer)
-        .and_then(|u| impersonate(&state, req.headers(), u));
-    if let Ok(mut log) = state.requests.lock() {
-        log.push(super::state::LoggedRequest {
+    let user = authenticate(&state.auth, req.headers(), &peer)
+        .and_then(|u| impersonate(&state.auth, &state.storage.store, req.headers(), u));
+    if let Ok(mut log) = state.observability.requests.lock() {
+        log.push(LoggedRequest {
             method: req.method().to_string(),
             path: path_and_query.clone(),
             user: user.as_ref().map(|u| u.name.clone()).unwrap_or_default(),
-            traffic: req.extensions().get::<super::traffic::Traffic>().is_some(),
+            traffic: req.extensions().get::<Traffic>().is_some(),
         });
     }
     let user = match user {
@@ -144,7 +157,11 @@ pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> 
         Err(e) => return e.into_response(),
     };
     // A replayed recording answers what it recorded as it was recorded, before APF and the rest.
-    if let Some(resp) = super::recorded::answer(&state, &info, &path_and_query, &user.name).await {
+    if let Some(r) = recorded
+        && let Some(resp) =
+            super::recorded::answer(&state.storage.store, r, &info, &path_and_query, &user.name)
+                .await
+    {
         return resp;
     }
     if info.is_long_running() {
@@ -167,7 +184,7 @@ pub async fn handle(state: Arc<State>, req: Request<Bytes>, peer: PeerChain) -> 
     match tokio::time::timeout(limit, fut).await {
         Ok(resp) => resp,
         Err(_) => {
-            record_termination(&state.metrics, &info, 504, "apiserver");
+            record_termination(&state.observability.metrics, &info, 504, "apiserver");
             record(&state, &info, 504, started);
             ApiError::request_timeout().into_response()
         }
@@ -178,13 +195,18 @@ async fn inner(
     state: Arc<State>,
     req: Request<Bytes>,
     info: RequestInfo,
-    user: super::authn::UserInfo,
+    user: UserInfo,
     path_and_query: String,
     started: Instant,
 ) -> Response<Body> {
     let seat = match state
         .apf
-        .admit(&state.store, &state.metrics, &user, &info)
+        .admit(
+            &state.storage.store,
+            &state.observability.metrics,
+            &user,
+            &info,
+        )
         .await
     {
         Ok(seat) => seat,
@@ -197,7 +219,7 @@ async fn inner(
             return resp;
         }
     };
-    if let Err(e) = authorize(&state, &user, &info) {
+    if let Err(e) = authorize(&state.auth, &state.storage.store, &user, &info) {
         let mut resp = e.into_response();
         pf_headers(&mut resp, &seat.class);
         return resp;

@@ -8,8 +8,18 @@
 //! given). The same request handling is a `tower::Service` ([`RunningServer::service`]) that
 //! `kube::Client::new` accepts, for in-process tests without a socket.
 //!
-//! [`recorded::start`] serves a recorded bundle instead of a scenario: the same server, answering
+//! [`RefServer::replay`] serves a recorded bundle instead of a scenario: the same server, answering
 //! from the recording (`replay serve --bundle`).
+//!
+//! Inside, dependencies point one way. The root assembles a server. The request path — `handler`
+//! and what it dispatches to (`aggregator`, `api`, `admission`, `conversion`, `controllers`,
+//! `storage`) — and the tasks beside it (`traffic`, the availability controller) take the shared
+//! [`state::State`]; a replay's answers (`recorded`) read only the store. The services they call
+//! take only the part of the state they use (`authn::Authn`, `network::Cluster`, `apf::Apf`, the
+//! `store::Store`, the `metrics::Registry`), so none of them refers back to `State`; backends
+//! reach the server's authorizer through `authn::Authorizer`. Leaves (`scenario`, `profile`,
+//! `registry`, `store`, `certs`, `tls`, `request`, `status`, `patch`) depend on nothing above
+//! them. `tests/refserver_layers.rs` keeps it so.
 //!
 //! This module never imports `crate::engine`: a server that knew the verdicts would make every
 //! replay test circular. The scenario's `expect:` block is data it does not read.
@@ -28,6 +38,7 @@ pub mod handler;
 pub mod kubeconfig;
 pub mod metrics;
 pub mod network;
+pub mod patch;
 pub mod profile;
 pub mod rbac;
 pub mod recorded;
@@ -61,6 +72,7 @@ pub use scenario::{Scenario, ScenarioError};
 
 use backends::Backends;
 use certs::ServerPki;
+use recorded::Recorded;
 use state::State;
 use tls::PeerChain;
 
@@ -79,6 +91,63 @@ pub struct StartOptions {
 pub struct RefServer;
 
 impl RefServer {
+    /// Start a server replaying a recorded bundle instead of running a scenario: the same server,
+    /// answering from the recording ([`recorded`]).
+    ///
+    /// # Errors
+    /// When a port cannot be bound or the server's certificates cannot be generated.
+    pub async fn replay(
+        bundle: crate::bundle::EvidenceBundle,
+        options: StartOptions,
+    ) -> anyhow::Result<RunningServer> {
+        let Core {
+            pki,
+            shutdown,
+            shutdown_rx,
+            backends,
+            state,
+        } = Core::build(recorded::scenario_for(&bundle)).await?;
+        recorded::load(&state.storage.store, &bundle)?;
+        let no_backend = TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("binding the backends' port")?;
+        let recording = Arc::new(Recorded::new(bundle, no_backend.local_addr()?.port()));
+        let (addr, api) = serve_api(
+            &state,
+            Some(recording.clone()),
+            &pki,
+            options.port,
+            &shutdown_rx,
+        )
+        .await?;
+        let mut tasks = vec![api];
+        tasks.push(tokio::spawn(recorded::close_every_connection(
+            no_backend,
+            shutdown_rx.clone(),
+        )));
+        let mut etcd_addr = None;
+        if recorded::endpoints::serves_etcd(&recording) {
+            let l = TcpListener::bind("127.0.0.1:0")
+                .await
+                .context("binding the etcd port")?;
+            etcd_addr = Some(l.local_addr()?);
+            tasks.push(tokio::spawn(recorded::endpoints::serve_etcd(
+                l,
+                recording.clone(),
+                shutdown_rx.clone(),
+            )));
+        }
+        Ok(RunningServer {
+            state,
+            recorded: Some(recording),
+            addr,
+            shutdown,
+            tasks,
+            backends,
+            etcd_addr,
+        })
+    }
+
     /// Start a server for a (validated) scenario.
     ///
     /// # Errors
@@ -92,7 +161,7 @@ impl RefServer {
             state,
         } = Core::build(scenario).await?;
         controllers::load_initial(&state).map_err(|e| anyhow::anyhow!("loading objects: {e}"))?;
-        let (addr, api) = serve_api(&state, &pki, options.port, &shutdown_rx).await?;
+        let (addr, api) = serve_api(&state, None, &pki, options.port, &shutdown_rx).await?;
         let mut tasks = vec![api];
         tasks.push(tokio::spawn(aggregator::available::run(
             state.clone(),
@@ -119,6 +188,7 @@ impl RefServer {
         }
         Ok(RunningServer {
             state,
+            recorded: None,
             addr,
             shutdown,
             tasks,
@@ -152,7 +222,8 @@ impl Core {
             backends.logs(),
         ));
         // Backends with delegated authorization ask this server's authorizer from now on.
-        let _ = apiserver.set(Arc::downgrade(&state));
+        let authorizer: std::sync::Weak<dyn authn::Authorizer> = Arc::downgrade(&state) as _;
+        let _ = apiserver.set(authorizer);
         Ok(Core {
             pki,
             shutdown,
@@ -163,9 +234,11 @@ impl Core {
     }
 }
 
-/// Bind the API's port on 127.0.0.1 and serve `state` there over TLS until shutdown.
+/// Bind the API's port on 127.0.0.1 and serve `state` (answering from `recorded` when it replays
+/// one) there over TLS until shutdown.
 async fn serve_api(
     state: &Arc<State>,
+    recorded: Option<Arc<Recorded>>,
     pki: &ServerPki,
     port: u16,
     shutdown_rx: &watch::Receiver<bool>,
@@ -182,6 +255,7 @@ async fn serve_api(
         config,
         move |peer| RefService {
             state: serving_state.clone(),
+            recorded: recorded.clone(),
             peer,
             default_auth: None,
         },
@@ -193,6 +267,8 @@ async fn serve_api(
 /// A running server.
 pub struct RunningServer {
     state: Arc<State>,
+    /// The recording it replays, when it replays one instead of running a scenario.
+    recorded: Option<Arc<Recorded>>,
     addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -212,7 +288,12 @@ impl std::fmt::Debug for RunningServer {
 impl RunningServer {
     /// Whether it replays a recorded bundle (rather than running a scenario).
     pub fn is_recording(&self) -> bool {
-        self.state.recorded.get().is_some()
+        self.recorded.is_some()
+    }
+
+    /// The recorded bundle this server replays, when it replays one.
+    pub fn recording(&self) -> Option<&crate::bundle::EvidenceBundle> {
+        self.recorded.as_deref().map(|r| &r.bundle)
     }
 
     /// `https://127.0.0.1:<port>`.
@@ -232,7 +313,7 @@ impl RunningServer {
 
     /// The admin's bearer token (`system:masters`).
     pub fn admin_token(&self) -> &str {
-        &self.state.admin_token
+        self.state.auth.admin_token()
     }
 
     /// A user's client certificate and key PEM (`admin`, or a scenario user with
@@ -259,8 +340,13 @@ impl RunningServer {
     pub fn service(&self) -> RefService {
         RefService {
             state: self.state.clone(),
+            recorded: self.recorded.clone(),
             peer: None,
-            default_auth: HeaderValue::from_str(&format!("Bearer {}", self.state.admin_token)).ok(),
+            default_auth: HeaderValue::from_str(&format!(
+                "Bearer {}",
+                self.state.auth.admin_token()
+            ))
+            .ok(),
         }
     }
 
@@ -268,11 +354,11 @@ impl RunningServer {
     /// `name.namespace` → `127.0.0.1:port` — what `collect --backend-address` takes, so a client
     /// running beside the server can shake hands with the backends as if it were in the cluster.
     pub fn backend_addresses(&self) -> std::collections::BTreeMap<String, String> {
-        if let Some(r) = self.state.recorded.get() {
+        if let Some(r) = &self.recorded {
             return recorded::backend_addresses(r);
         }
         let mut out = std::collections::BTreeMap::new();
-        let (services, _) = self.state.store.list("", "services", None);
+        let (services, _) = self.state.storage.store.list("", "services", None);
         for svc in &services {
             let ns = svc
                 .pointer("/metadata/namespace")
@@ -293,9 +379,12 @@ impl RunningServer {
                 let Some(port) = p["port"].as_u64().and_then(|p| u16::try_from(p).ok()) else {
                     continue;
                 };
-                if let Ok((_, Some(local))) =
-                    network::route(&self.state, &format!("{name}.{ns}.svc"), port)
-                {
+                if let Ok((_, Some(local))) = network::route(
+                    &self.state.cluster,
+                    &self.state.storage.store,
+                    &format!("{name}.{ns}.svc"),
+                    port,
+                ) {
                     out.insert(format!("{name}.{ns}"), format!("127.0.0.1:{local}"));
                     break;
                 }
@@ -308,6 +397,7 @@ impl RunningServer {
     /// user) — not the scenario's own `traffic:`.
     pub fn requests(&self) -> Vec<state::LoggedRequest> {
         self.state
+            .observability
             .requests
             .lock()
             .map(|l| l.iter().filter(|r| !r.traffic).cloned().collect())
@@ -317,6 +407,7 @@ impl RunningServer {
     /// The requests the scenario's `traffic:` has sent so far.
     pub fn traffic_requests(&self) -> Vec<state::LoggedRequest> {
         self.state
+            .observability
             .requests
             .lock()
             .map(|l| l.iter().filter(|r| r.traffic).cloned().collect())
@@ -325,7 +416,7 @@ impl RunningServer {
 
     /// The current `/metrics` text.
     pub fn metrics_text(&self) -> String {
-        self.state.metrics_text()
+        self.state.observability.metrics_text()
     }
 
     /// `http://127.0.0.1:<port>` of the etcd metrics endpoint, when the scenario has one.
@@ -335,7 +426,7 @@ impl RunningServer {
 
     /// Loopback port of a backend.
     pub fn backend_port(&self, name: &str) -> Option<u16> {
-        self.state.backend_ports.get(name).copied()
+        self.state.cluster.ports.get(name).copied()
     }
 
     /// Serve a new certificate from a running backend (new connections).
@@ -352,7 +443,7 @@ impl RunningServer {
         // As when a rotated extension server restarts: no kept-alive connection survives to
         // speak with the old certificate.
         if let Some(port) = self.backend_port(name) {
-            self.state.connections.forget(port);
+            self.state.cluster.connections.forget(port);
         }
         Ok(())
     }
@@ -360,7 +451,7 @@ impl RunningServer {
     /// How many connections the server's outbound clients (aggregator proxy, availability
     /// probe, webhook and conversion clients) have opened — each a TCP dial and a TLS handshake.
     pub fn outbound_connections_opened(&self) -> u64 {
-        self.state.connections.opened()
+        self.state.cluster.connections.opened()
     }
 
     /// Stop a backend as a crash would (connections dropped, its port refusing new ones) until
@@ -382,12 +473,12 @@ impl RunningServer {
 
     /// Let storage operations held by a `hold: true` fault proceed.
     pub fn release_held(&self) {
-        self.state.release.send_replace(true);
+        self.state.storage.release.send_replace(true);
     }
 
     /// Drop all watch history (later watches from an older resourceVersion get 410).
     pub fn compact(&self) {
-        self.state.store.compact();
+        self.state.storage.store.compact();
     }
 
     /// Run one availability-controller pass now.
@@ -427,6 +518,7 @@ impl Drop for RunningServer {
 #[derive(Clone)]
 pub struct RefService {
     state: Arc<State>,
+    recorded: Option<Arc<Recorded>>,
     peer: PeerChain,
     default_auth: Option<HeaderValue>,
 }
@@ -453,6 +545,7 @@ where
 
     fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let state = self.state.clone();
+        let recorded = self.recorded.clone();
         let peer = self.peer.clone();
         if let Some(auth) = &self.default_auth
             && !req.headers().contains_key(http::header::AUTHORIZATION)
@@ -462,7 +555,7 @@ where
         }
         Box::pin(async move {
             let req = handler::collect(req).await;
-            Ok(handler::handle(state, req, peer).await)
+            Ok(handler::handle(state, recorded.as_deref(), req, peer).await)
         })
     }
 }

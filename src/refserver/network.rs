@@ -17,7 +17,11 @@
 //! opened (the loopback port the route landed on, the server name, the trust, the client
 //! certificate, the verification clock), so a changed route, caBundle or clock never reuses a
 //! connection opened under the old one, and a backend that stops closes its pooled connections.
+//!
+//! It owns [`Cluster`] (where addresses land, the backends' ports and logs, the pool) and reads
+//! Services and Endpoints from the store it is handed.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -33,11 +37,33 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::Value;
 use tokio::net::TcpStream;
 
+use super::backends::container_log::ContainerLog;
 use super::certs::KeyedCert;
-use super::state::State;
-use super::store::Key;
+use super::store::{Key, Store};
 
-fn ready_endpoint(state: &State, ns: &str, svc: &Value, port: u16) -> Option<(String, u16)> {
+/// The cluster around the server as its outbound clients reach it.
+pub struct Cluster {
+    /// The scenario's `network:` map: endpoint address (`IP` or `IP:port`) → backend name.
+    pub network: BTreeMap<String, String>,
+    /// Backend name → loopback port (a closed port for `down` backends).
+    pub ports: BTreeMap<String, u16>,
+    /// Backend name → its container log (served as `pods/log` of the Pods mapped to it).
+    pub logs: BTreeMap<String, Arc<ContainerLog>>,
+    /// The kept-alive connections to backends and webhooks.
+    pub connections: ConnectionPool,
+    /// The scenario clock, at which served certificates are verified.
+    pub clock: jiff::Timestamp,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("ports", &self.ports)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ready_endpoint(store: &Store, ns: &str, svc: &Value, port: u16) -> Option<(String, u16)> {
     let name = svc.pointer("/metadata/name").and_then(Value::as_str)?;
     let sport = svc
         .pointer("/spec/ports")
@@ -45,7 +71,7 @@ fn ready_endpoint(state: &State, ns: &str, svc: &Value, port: u16) -> Option<(St
         .iter()
         .find(|p| p["port"].as_u64() == Some(port as u64))?;
     let port_name = sport["name"].as_str().unwrap_or("");
-    let ep = state.store.get(&Key::new("", "endpoints", ns, name))?;
+    let ep = store.get(&Key::new("", "endpoints", ns, name))?;
     for subset in ep["subsets"].as_array().into_iter().flatten() {
         let Some(p) = subset["ports"]
             .as_array()
@@ -64,13 +90,12 @@ fn ready_endpoint(state: &State, ns: &str, svc: &Value, port: u16) -> Option<(St
 
 /// The spawned backend an address (a Pod IP of an Endpoints address, or a host the scenario's
 /// `network:` map names) lands on.
-fn mapped(state: &State, host: &str, port: u16) -> Option<u16> {
-    let backend = state
-        .scenario
+fn mapped(cluster: &Cluster, host: &str, port: u16) -> Option<u16> {
+    let backend = cluster
         .network
         .get(&format!("{host}:{port}"))
-        .or_else(|| state.scenario.network.get(host))?;
-    state.backend_ports.get(backend).copied()
+        .or_else(|| cluster.network.get(host))?;
+    cluster.ports.get(backend).copied()
 }
 
 /// Where a connection to `host:port` lands: the address Go would name in errors, and the loopback
@@ -78,14 +103,18 @@ fn mapped(state: &State, host: &str, port: u16) -> Option<u16> {
 ///
 /// # Errors
 /// `service "x" not found` for a `.svc` name without a Service; `dial tcp: lookup …` for unknown names.
-pub fn route(state: &State, host: &str, port: u16) -> Result<(String, Option<u16>), String> {
+pub fn route(
+    cluster: &Cluster,
+    store: &Store,
+    host: &str,
+    port: u16,
+) -> Result<(String, Option<u16>), String> {
     if let Some(rest) = host
         .strip_suffix(".svc")
         .or_else(|| host.strip_suffix(".svc.cluster.local"))
     {
         let (name, ns) = rest.split_once('.').unwrap_or((rest, "default"));
-        let svc = state
-            .store
+        let svc = store
             .get(&Key::new("", "services", ns, name))
             .ok_or_else(|| format!("service \"{name}\" not found"))?;
         let ip = svc
@@ -93,11 +122,12 @@ pub fn route(state: &State, host: &str, port: u16) -> Result<(String, Option<u16
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let target = ready_endpoint(state, ns, &svc, port).and_then(|(a, p)| mapped(state, &a, p));
+        let target =
+            ready_endpoint(store, ns, &svc, port).and_then(|(a, p)| mapped(cluster, &a, p));
         return Ok((format!("{ip}:{port}"), target));
     }
     if host.parse::<std::net::IpAddr>().is_ok() {
-        if let Some(svc) = state.store.find("", "services", |s| {
+        if let Some(svc) = store.find("", "services", |s| {
             s.pointer("/spec/clusterIP").and_then(Value::as_str) == Some(host)
         }) {
             let ns = svc
@@ -105,12 +135,12 @@ pub fn route(state: &State, host: &str, port: u16) -> Result<(String, Option<u16
                 .and_then(Value::as_str)
                 .unwrap_or("default");
             let target =
-                ready_endpoint(state, ns, &svc, port).and_then(|(a, p)| mapped(state, &a, p));
+                ready_endpoint(store, ns, &svc, port).and_then(|(a, p)| mapped(cluster, &a, p));
             return Ok((format!("{host}:{port}"), target));
         }
-        return Ok((format!("{host}:{port}"), mapped(state, host, port)));
+        return Ok((format!("{host}:{port}"), mapped(cluster, host, port)));
     }
-    match mapped(state, host, port) {
+    match mapped(cluster, host, port) {
         Some(p) => Ok((format!("{host}:{port}"), Some(p))),
         None if host == "localhost" => Ok(("127.0.0.1:".to_string() + &port.to_string(), None)),
         None => Err(format!("dial tcp: lookup {host}: no such host")),
@@ -121,8 +151,13 @@ pub fn route(state: &State, host: &str, port: u16) -> Result<(String, Option<u16
 ///
 /// # Errors
 /// Go's dial error text.
-pub async fn connect(state: &State, host: &str, port: u16) -> Result<TcpStream, String> {
-    let (shown, target) = route(state, host, port)?;
+pub async fn connect(
+    cluster: &Cluster,
+    store: &Store,
+    host: &str,
+    port: u16,
+) -> Result<TcpStream, String> {
+    let (shown, target) = route(cluster, store, host, port)?;
     dial(&shown, target).await
 }
 
@@ -300,8 +335,12 @@ impl ConnectionPool {
 ///
 /// # Errors
 /// The cause in Go's words, without the `Op "URL": ` prefix the caller adds.
-pub async fn send(state: &State, out: Outbound<'_>) -> Result<Response<Incoming>, String> {
-    let (shown, target) = route(state, out.host, out.port)?;
+pub async fn send(
+    cluster: &Cluster,
+    store: &Store,
+    out: Outbound<'_>,
+) -> Result<Response<Incoming>, String> {
+    let (shown, target) = route(cluster, store, out.host, out.port)?;
     let Some(loopback_port) = target else {
         return Err(refused(&shown));
     };
@@ -316,7 +355,7 @@ pub async fn send(state: &State, out: Outbound<'_>) -> Result<Response<Incoming>
             .client_cert
             .and_then(|c| c.chain.first())
             .map(|c| c.to_vec()),
-        clock: state.pki.clock,
+        clock: cluster.clock,
     };
     let request = || {
         let mut req = Request::builder()
@@ -336,37 +375,37 @@ pub async fn send(state: &State, out: Outbound<'_>) -> Result<Response<Incoming>
             e.to_string()
         }
     };
-    let (sender, resp) = match state.connections.take(&key) {
+    let (sender, resp) = match cluster.connections.take(&key) {
         // A kept-alive connection the backend closed while it sat idle fails before any answer;
         // like Go's transport, send once more on a new connection.
         Some(mut pooled) => match pooled.send_request(request()?).await {
             Ok(resp) => (pooled, resp),
             Err(_) => {
-                let mut fresh = open(state, &out, &shown, loopback_port).await?;
+                let mut fresh = open(cluster, &out, &shown, loopback_port).await?;
                 let resp = fresh.send_request(request()?).await.map_err(go_words)?;
                 (fresh, resp)
             }
         },
         None => {
-            let mut fresh = open(state, &out, &shown, loopback_port).await?;
+            let mut fresh = open(cluster, &out, &shown, loopback_port).await?;
             let resp = fresh.send_request(request()?).await.map_err(go_words)?;
             (fresh, resp)
         }
     };
     // Pooled now, while the body streams: the sender turns ready again once the body is read.
-    state.connections.put(key, sender);
+    cluster.connections.put(key, sender);
     Ok(resp)
 }
 
 /// Dial, shake hands and start an HTTP/1.1 connection.
 async fn open(
-    state: &State,
+    cluster: &Cluster,
     out: &Outbound<'_>,
     shown: &str,
     loopback_port: u16,
 ) -> Result<SendRequest<Full<Bytes>>, String> {
     let tcp = dial(shown, Some(loopback_port)).await?;
-    state
+    cluster
         .connections
         .opened
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -380,7 +419,7 @@ async fn open(
             Trust::Verify(r) => Some(r.clone()),
             Trust::Insecure => None,
         },
-        at: state.pki.clock,
+        at: cluster.clock,
         failure: failure.clone(),
         schemes,
     };

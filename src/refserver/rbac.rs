@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 
 use super::request::RequestInfo;
 use super::store::Store;
+use crate::semantics::label_selector;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -125,7 +126,7 @@ impl Objects {
             {
                 todo.extend(self.cluster_roles.iter().filter(|c| {
                     !seen.contains(meta(c, "name"))
-                        && selector_matches(sel, &c["metadata"]["labels"])
+                        && label_selector::json_selector_matches(sel, &c["metadata"]["labels"])
                 }));
             }
         }
@@ -239,31 +240,6 @@ fn rule_allows(rule: &Value, a: &Attributes) -> bool {
     listed("apiGroups", &a.group)
         && resources
         && (names.is_empty() || names.contains(&a.name.as_str()))
-}
-
-fn selector_matches(selector: &Value, labels: &Value) -> bool {
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    let match_labels = selector["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| label(k) == v.as_str());
-    let expressions = selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .all(|e| {
-            let value = label(e["key"].as_str().unwrap_or_default());
-            let values = strings(&e["values"]);
-            match e["operator"].as_str() {
-                Some("In") => value.is_some_and(|v| values.contains(&v)),
-                Some("NotIn") => value.is_none_or(|v| !values.contains(&v)),
-                Some("Exists") => value.is_some(),
-                Some("DoesNotExist") => value.is_none(),
-                _ => false,
-            }
-        });
-    match_labels && expressions
 }
 
 fn cluster_role(name: &str, rules: Value) -> Value {

@@ -1,22 +1,28 @@
-//! The state one running reference server shares between its handlers, controllers and backends.
+//! The state one running reference server shares between its handlers, controllers and backends,
+//! grouped by concern so that a function can be handed the part it uses.
 //!
-//! It owns nothing clever: the validated scenario, the release profile it speaks, the store, the
-//! metrics registry, the PKI, the authentication tables, the loopback ports of spawned backends, the APF dispatcher and the gate
-//! that holds faulted storage operations. Behaviour lives in the modules that use it.
+//! It owns nothing clever. The server's identity — the validated scenario, the release profile it
+//! speaks, its PKI, when it started and where it listens — sits on [`State`] itself; beside it:
+//! authentication ([`Authn`]), the cluster as outbound clients reach it ([`Cluster`]), storage
+//! ([`Storage`]: the objects and the gate that holds faulted operations), APF, and what the server
+//! lets tests and clients observe ([`Observability`]). Behaviour lives in the modules that own each
+//! part; this module only builds them. The parts never refer back to [`State`]: the modules that
+//! take the whole of it are the request handlers and controllers, above them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use sha2::Digest;
 use tokio::sync::watch;
 
 use super::apf::Apf;
-use super::authn::UserInfo;
+use super::authn::{Authn, Authorizer, UserInfo};
 use super::backends::container_log::ContainerLog;
 use super::certs::ServerPki;
 use super::metrics::Registry;
+use super::network::Cluster;
 use super::profile::Profile;
-use super::scenario::{Rule, Scenario};
+use super::request::RequestInfo;
+use super::scenario::Scenario;
 use super::store::Store;
 
 /// Shared state.
@@ -25,39 +31,50 @@ pub struct State {
     pub scenario: Scenario,
     /// The Kubernetes release the server speaks (from `server.version`).
     pub profile: Profile,
-    /// Objects.
-    pub store: Store,
-    /// Metrics.
-    pub metrics: std::sync::Arc<Registry>,
     /// Certificates.
-    pub pki: std::sync::Arc<ServerPki>,
-    /// Bearer token → user.
-    pub tokens: HashMap<String, UserInfo>,
-    /// User → allow rules.
-    pub rules: HashMap<String, Vec<Rule>>,
-    /// The admin's bearer token.
-    pub admin_token: String,
-    /// Backend name → loopback port (a closed port for `down` backends).
-    pub backend_ports: BTreeMap<String, u16>,
-    /// Backend name → its container log (served as `pods/log` of the Pods mapped to it).
-    pub backend_logs: BTreeMap<String, std::sync::Arc<ContainerLog>>,
-    /// APF.
-    pub apf: Apf,
-    /// Held storage operations wait until this turns true.
-    pub release: watch::Sender<bool>,
+    pub pki: Arc<ServerPki>,
     /// Server start.
     pub started: Instant,
     /// The address the server listens on (`127.0.0.1:port`), once known.
-    pub listen_addr: std::sync::OnceLock<std::net::SocketAddr>,
+    pub listen_addr: OnceLock<std::net::SocketAddr>,
+    /// Who may call, and what a user may do beyond RBAC.
+    pub auth: Authn,
+    /// Where outbound connections land, the backends' logs, the kept-alive connections.
+    pub cluster: Cluster,
+    /// Objects, and the gate of held storage operations.
+    pub storage: Storage,
+    /// APF.
+    pub apf: Apf,
+    /// Metrics and the request log.
+    pub observability: Observability,
+}
+
+/// The objects and the gate that holds faulted storage operations.
+pub struct Storage {
+    /// Objects.
+    pub store: Store,
+    /// Held storage operations wait until this turns true.
+    pub release: watch::Sender<bool>,
+}
+
+/// What the server lets tests and clients observe of it.
+pub struct Observability {
+    /// Metrics.
+    pub metrics: Arc<Registry>,
     /// Synthetic `/metrics` padding (`server.syntheticMetricsBytes`), generated once.
     pub synthetic_metrics: String,
     /// Every request that reached the server, in arrival order (for tests that prove a client
     /// only reads).
-    pub requests: std::sync::Mutex<Vec<LoggedRequest>>,
-    /// The outbound clients' kept-alive connections to backends and webhooks.
-    pub connections: super::network::ConnectionPool,
-    /// Set when the server replays a recorded bundle instead of running a scenario.
-    pub recorded: std::sync::OnceLock<std::sync::Arc<super::recorded::Recorded>>,
+    pub requests: Mutex<Vec<LoggedRequest>>,
+}
+
+impl Observability {
+    /// The whole `/metrics` text: the live registry, then any synthetic padding.
+    pub fn metrics_text(&self) -> String {
+        let mut text = self.metrics.render();
+        text.push_str(&self.synthetic_metrics);
+        text
+    }
 }
 
 /// One request as the server saw it.
@@ -81,45 +98,20 @@ impl std::fmt::Debug for State {
     }
 }
 
-impl State {
-    /// The whole `/metrics` text: the live registry, then any synthetic padding.
-    pub fn metrics_text(&self) -> String {
-        let mut text = self.metrics.render();
-        text.push_str(&self.synthetic_metrics);
-        text
+impl Authorizer for State {
+    fn allows(&self, user: &UserInfo, info: &RequestInfo) -> bool {
+        super::authn::allowed(&self.auth, &self.storage.store, user, info)
     }
+}
 
+impl State {
     /// Build the state (no tasks started).
     pub fn new(
         scenario: Scenario,
-        pki: std::sync::Arc<ServerPki>,
-        backend_ports: BTreeMap<String, u16>,
-        backend_logs: BTreeMap<String, std::sync::Arc<ContainerLog>>,
+        pki: Arc<ServerPki>,
+        backend_ports: std::collections::BTreeMap<String, u16>,
+        backend_logs: std::collections::BTreeMap<String, Arc<ContainerLog>>,
     ) -> Self {
-        // Unique per start and never written anywhere but the kubeconfig.
-        let admin_token =
-            hex(&sha2::Sha256::digest(pki.serving_ca.cert_pem.as_bytes()))[..32].to_string();
-        let mut tokens = HashMap::new();
-        tokens.insert(
-            admin_token.clone(),
-            UserInfo {
-                name: "admin".into(),
-                groups: vec!["system:masters".into()],
-            },
-        );
-        let mut rules = HashMap::new();
-        for u in &scenario.users {
-            if let Some(t) = &u.token {
-                tokens.insert(
-                    t.clone(),
-                    UserInfo {
-                        name: u.name.clone(),
-                        groups: u.groups.clone(),
-                    },
-                );
-            }
-            rules.insert(u.name.clone(), u.allow.clone());
-        }
         let (release, _) = watch::channel(false);
         let synthetic_metrics = match scenario.server.synthetic_metrics_bytes {
             0 => String::new(),
@@ -130,28 +122,29 @@ impl State {
         let (build_info, labels) = profile.build_info();
         metrics.set(build_info, &labels.each_ref().map(String::as_str), 1.0);
         State {
-            store: Store::new(scenario.server.watch_history),
+            auth: Authn::new(&scenario, &pki),
+            cluster: Cluster {
+                network: scenario.network.clone(),
+                ports: backend_ports,
+                logs: backend_logs,
+                connections: Default::default(),
+                clock: pki.clock,
+            },
+            storage: Storage {
+                store: Store::new(scenario.server.watch_history),
+                release,
+            },
             apf: Apf::new(scenario.server.server_concurrency_limit, &profile),
+            observability: Observability {
+                metrics: Arc::new(metrics),
+                synthetic_metrics,
+                requests: Mutex::new(Vec::new()),
+            },
             scenario,
             profile,
-            metrics: std::sync::Arc::new(metrics),
             pki,
-            tokens,
-            rules,
-            admin_token,
-            backend_ports,
-            backend_logs,
-            release,
             started: Instant::now(),
-            listen_addr: std::sync::OnceLock::new(),
-            requests: std::sync::Mutex::new(Vec::new()),
-            connections: Default::default(),
-            synthetic_metrics,
-            recorded: std::sync::OnceLock::new(),
+            listen_addr: OnceLock::new(),
         }
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -65,7 +65,7 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
             tokio::time::sleep(std::time::Duration::from_millis(f.latency_ms)).await;
         }
         if f.hold {
-            let mut rx = state.release.subscribe();
+            let mut rx = state.storage.release.subscribe();
             let _ = rx.wait_for(|released| *released).await;
         }
         if error.is_none() {
@@ -73,7 +73,7 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
         }
     }
     let labels = [op, def.go_type.as_str()];
-    state.metrics.observe(
+    state.observability.metrics.observe(
         &ETCD_DURATION,
         state.profile.etcd_request_buckets(),
         &labels,
@@ -81,12 +81,12 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
     );
     let counters = state.profile.has_etcd_request_counters();
     if counters {
-        state.metrics.inc(&ETCD_TOTAL, &labels);
+        state.observability.metrics.inc(&ETCD_TOTAL, &labels);
     }
     match error {
         Some(e) => {
             if counters {
-                state.metrics.inc(&ETCD_ERRORS, &labels);
+                state.observability.metrics.inc(&ETCD_ERRORS, &labels);
             }
             Err(ApiError::plain_error(e))
         }
@@ -96,13 +96,16 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
 
 /// Refresh `apiserver_storage_objects` for a resource.
 pub fn count_objects(state: &State, def: &ResourceDef) {
-    let count = state.store.count(&def.group, &def.resource);
+    let count = state.storage.store.count(&def.group, &def.resource);
     let name = if def.group.is_empty() {
         def.resource.clone()
     } else {
         format!("{}.{}", def.resource, def.group)
     };
-    state.metrics.set(&STORAGE_OBJECTS, &[&name], count as f64);
+    state
+        .observability
+        .metrics
+        .set(&STORAGE_OBJECTS, &[&name], count as f64);
 }
 
 /// The `etcd` readiness check: fails when a fault on every resource makes etcd unusable (an error,

@@ -25,15 +25,10 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use super::handler;
+use super::handler::{self, Traffic};
 use super::scenario::TrafficSpec;
 use super::state::State;
 use super::tls::PeerChain;
-
-/// Marks a request sent by the server's own traffic (a request extension, never a header: a
-/// network client cannot set it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Traffic;
 
 /// How one traffic entry authenticates.
 #[derive(Clone)]
@@ -44,7 +39,7 @@ enum Credential {
 
 fn credential(state: &State, user: &str) -> Option<Credential> {
     if user == "admin" {
-        return HeaderValue::from_str(&format!("Bearer {}", state.admin_token))
+        return HeaderValue::from_str(&format!("Bearer {}", state.auth.admin_token()))
             .ok()
             .map(Credential::Token);
     }
@@ -134,7 +129,7 @@ async fn send(state: &Arc<State>, spec: &TrafficSpec, cred: &Credential, body: O
         return;
     };
     req.extensions_mut().insert(Traffic);
-    let resp = handler::handle(state.clone(), req, peer).await;
+    let resp = handler::handle(state.clone(), None, req, peer).await;
     // Read to the end, as a client does: a watch lasts until the server closes it.
     let mut body = resp.into_body();
     while let Some(frame) = body.frame().await {

@@ -17,8 +17,6 @@
 //! `file`; the rules decide with a file leaf's failure as support only — a critical TLS verdict
 //! needs served evidence (a handshake, s_client output, or an x509 error in a response).
 
-use std::net::IpAddr;
-
 use jiff::Timestamp;
 
 use crate::bundle::certs::CertSource;
@@ -156,23 +154,8 @@ pub(crate) fn verify_supplied_leaves(imp: &mut Importer, at: Timestamp) {
     imp.bundle.gaps.extend(gaps);
 }
 
-/// Whether the leaf's SANs cover `host` (Go's rules: IPs against IP SANs, DNS names against DNS
-/// SANs with a wildcard only in the leftmost label; the Common Name is never used).
+/// Whether the leaf's SANs cover `host`: Go's `VerifyHostname` (`crate::semantics::x509_host`, the
+/// rule `pki`'s verification applies too); the Common Name is never used.
 fn covers(leaf: &crate::bundle::Certificate, host: &str) -> bool {
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return leaf
-            .ip_addresses
-            .iter()
-            .any(|a| a.parse::<IpAddr>().is_ok_and(|a| a == ip));
-    }
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    leaf.dns_names.iter().any(|pattern| {
-        let pattern = pattern.trim_end_matches('.').to_ascii_lowercase();
-        match pattern.strip_prefix("*.") {
-            Some(rest) => host
-                .split_once('.')
-                .is_some_and(|(first, tail)| !first.is_empty() && tail == rest),
-            None => pattern == host,
-        }
-    })
+    crate::semantics::x509_host::verify_hostname(&leaf.dns_names, &leaf.ip_addresses, host)
 }

@@ -5,6 +5,10 @@
 //! FlowSchemas are read as JSON because every flowcontrol version (v1beta1…v1) has the same spec
 //! shape there, and the bundle's own `FlowSchema` keeps the union of a rule's resource rules, which
 //! is too coarse to match with. Pure: the caller fetches the schemas.
+//!
+//! The reference server classifies its own requests with its own copy (`refserver/apf.rs`), kept
+//! apart on purpose: it is the oracle `why` is tested against, and a shared model would agree with
+//! itself when wrong. `tests/semantics/flow_schema.yaml` holds both to apiserver's `match.go`.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -110,13 +114,21 @@ fn resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
     }
 }
 
+/// apiserver's `matchPolicyRuleNonResourceURL`: `*`, the path itself, or — after dropping one
+/// trailing `*` and ensuring a trailing `/` — a prefix of the path. So `/healthz/*` covers
+/// `/healthz/etcd` and not `/healthz` ("`/healthz/*` matches all per-component health checks"),
+/// and a pattern without `*` covers the paths below it too. Written apart from the reference
+/// server's copy on purpose (see `crate::semantics`); `tests/semantics/flow_schema.yaml` holds
+/// both to the Go answers.
 fn url_matches(pattern: &str, path: &str) -> bool {
     if pattern == "*" || pattern == path {
         return true;
     }
-    pattern
-        .strip_suffix("/*")
-        .is_some_and(|prefix| path == prefix || path.starts_with(&format!("{prefix}/")))
+    let mut prefix = pattern.strip_suffix('*').unwrap_or(pattern).to_string();
+    if !prefix.ends_with('/') {
+        prefix.push('/');
+    }
+    path.starts_with(&prefix)
 }
 
 fn non_resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
@@ -334,7 +346,8 @@ mod tests {
             ..req
         };
         assert!(match_flow_schema(&schemas(), &req).is_none());
-        assert!(url_matches("/healthz/*", "/healthz"));
+        // Go's matchPolicyRuleNonResourceURL: the per-component checks, not `/healthz` itself.
+        assert!(!url_matches("/healthz/*", "/healthz"));
         assert!(!url_matches("/healthz/*", "/healthzx"));
     }
 

@@ -4,6 +4,11 @@
 //! the object's labels). `matchConditions` are CEL that only the API server evaluates: a webhook
 //! that has them is reported as called "unless its matchConditions exclude the request".
 //! Pure: the caller fetches the configurations and the namespace.
+//!
+//! The reference server decides which webhooks it calls with its own copy (`refserver/admission.rs`),
+//! kept apart on purpose: it is the oracle `why` is tested against, and a shared model would agree
+//! with itself when wrong. `tests/semantics/webhook_rules.yaml` holds both to apiserver's
+//! `rules.Matcher`; the selectors themselves are `crate::semantics::label_selector`, shared.
 
 use std::collections::BTreeMap;
 
@@ -82,6 +87,11 @@ fn selector_text(sel: &LabelSelector) -> String {
     parts.join(", ")
 }
 
+/// A write of a Namespace object itself (the core group's `namespaces`).
+fn is_namespace(a: &AdmissionRequest<'_>) -> bool {
+    a.group.is_empty() && a.resource == "namespaces"
+}
+
 /// Which rule of a webhook covers the write (operation, group, version, resource, scope), if any.
 fn rule_matches(w: &Webhook, a: &AdmissionRequest<'_>) -> Option<String> {
     let equivalent = w.match_policy != "Exact";
@@ -98,9 +108,11 @@ fn rule_matches(w: &Webhook, a: &AdmissionRequest<'_>) -> Option<String> {
             let (res, sub) = split_resource(res);
             (res == "*" || res == a.resource) && (sub == "*" || sub == a.subresource)
         });
+        // rules.go `Matcher.scope`: a Namespace (core `namespaces`, not a custom resource of that
+        // name) is cluster-scoped although the request carries its name as the namespace.
         let scope = match r.scope.as_deref() {
-            Some("Cluster") => a.namespace.is_none() || a.resource == "namespaces",
-            Some("Namespaced") => a.namespace.is_some() && a.resource != "namespaces",
+            Some("Cluster") => a.namespace.is_none() || is_namespace(a),
+            Some("Namespaced") => a.namespace.is_some() && !is_namespace(a),
             _ => true,
         };
         (op && group && version && resource && scope).then(|| {
@@ -150,7 +162,7 @@ pub fn match_webhook(w: &Webhook, a: &AdmissionRequest<'_>) -> WebhookMatch {
     let mut why = vec![rule];
     // The namespace selector applies to namespaced objects and to Namespace objects themselves
     // (matched against their own labels); other cluster-scoped objects always pass it.
-    let ns_labels: Option<&BTreeMap<String, String>> = if a.resource == "namespaces" {
+    let ns_labels: Option<&BTreeMap<String, String>> = if is_namespace(a) {
         Some(a.object_labels)
     } else if a.namespace.is_some() {
         a.namespace_labels

@@ -16,24 +16,10 @@ use super::value::{Obj, list, strings};
 use crate::bundle::certs::CertSource;
 use crate::bundle::{Certificate, ObjectRef};
 
-/// Whether `name` is covered by a SAN list (DNS names with `*.` wildcards, or IP addresses).
+/// Whether `name` is covered by a SAN list: Go's `VerifyHostname` (`crate::semantics::x509_host`,
+/// the rule the chain verification and the raw importer apply too).
 pub fn covers(dns: &[String], ips: &[String], name: &str) -> bool {
-    if name.is_empty() {
-        return false;
-    }
-    if name.parse::<std::net::IpAddr>().is_ok() {
-        return ips.iter().any(|i| i == name);
-    }
-    dns.iter().any(|d| {
-        let d = d.to_ascii_lowercase();
-        let n = name.to_ascii_lowercase();
-        match d.strip_prefix("*.") {
-            Some(suffix) => n
-                .split_once('.')
-                .is_some_and(|(first, rest)| !first.is_empty() && rest == suffix),
-            None => d == n,
-        }
-    })
+    crate::semantics::x509_host::verify_hostname(dns, ips, name)
 }
 
 fn cert_fact(base: &FactBase<'_>, c: &Certificate, server_name: &str) -> Value {

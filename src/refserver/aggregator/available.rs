@@ -78,7 +78,12 @@ async fn probe(
         body: Bytes::new(),
     };
     let attempt = async {
-        match tokio::time::timeout(timeout, network::send(state, out)).await {
+        match tokio::time::timeout(
+            timeout,
+            network::send(&state.cluster, &state.storage.store, out),
+        )
+        .await
+        {
             Err(_) => Err(format!(
                 "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
             )),
@@ -112,7 +117,7 @@ pub async fn evaluate(state: &State, apiservice: &Value) -> Condition {
         .pointer("/spec/service/port")
         .and_then(Value::as_u64)
         .unwrap_or(443);
-    let Some(svc) = state.store.get(&Key::new("", "services", ns, name)) else {
+    let Some(svc) = state.storage.store.get(&Key::new("", "services", ns, name)) else {
         return failed(
             "ServiceNotFound",
             format!("service/{name} in \"{ns}\" is not present"),
@@ -136,7 +141,11 @@ pub async fn evaluate(state: &State, apiservice: &Value) -> Condition {
             );
         };
         let port_name = sport["name"].as_str().unwrap_or("").to_string();
-        let Some(ep) = state.store.get(&Key::new("", "endpoints", ns, name)) else {
+        let Some(ep) = state
+            .storage
+            .store
+            .get(&Key::new("", "endpoints", ns, name))
+        else {
             return failed(
                 "EndpointsNotFound",
                 format!("cannot find endpoints for service/{name} in \"{ns}\""),
@@ -205,20 +214,20 @@ fn current(apiservice: &Value) -> Option<Value> {
 /// Evaluate and write the condition of one APIService; returns whether it changed.
 pub async fn sync_one(state: &State, name: &str) -> bool {
     let key = Key::new("apiregistration.k8s.io", "apiservices", "", name);
-    let Some(before) = state.store.get(&key) else {
+    let Some(before) = state.storage.store.get(&key) else {
         return false;
     };
     if before.pointer("/spec/service").is_none_or(Value::is_null) {
         return false;
     }
     let cond = evaluate(state, &before).await;
-    state.metrics.set(
+    state.observability.metrics.set(
         &GAUGE,
         &[name],
         if cond.status == "True" { 0.0 } else { 1.0 },
     );
     // Re-read: the object may have changed while probing.
-    let Some(mut obj) = state.store.get(&key) else {
+    let Some(mut obj) = state.storage.store.get(&key) else {
         return false;
     };
     let old = current(&obj);
@@ -243,8 +252,12 @@ pub async fn sync_one(state: &State, name: &str) -> bool {
         "type": "Available", "status": cond.status, "lastTransitionTime": transition,
         "reason": cond.reason, "message": cond.message,
     }]});
-    if state.store.update(key, obj, false).is_ok() && was_available && cond.status != "True" {
-        state.metrics.inc(&COUNTER, &[name, cond.reason]);
+    if state.storage.store.update(key, obj, false).is_ok() && was_available && cond.status != "True"
+    {
+        state
+            .observability
+            .metrics
+            .inc(&COUNTER, &[name, cond.reason]);
     }
     true
 }
@@ -253,6 +266,7 @@ pub async fn sync_one(state: &State, name: &str) -> bool {
 fn fingerprint(state: &State) -> Vec<u8> {
     let mut h = sha2::Sha256::new();
     let (apis, _) = state
+        .storage
         .store
         .list("apiregistration.k8s.io", "apiservices", None);
     for a in &apis {
@@ -260,7 +274,7 @@ fn fingerprint(state: &State) -> Vec<u8> {
         h.update(a["spec"].to_string());
     }
     for r in ["services", "endpoints"] {
-        let (items, _) = state.store.list("", r, None);
+        let (items, _) = state.storage.store.list("", r, None);
         for i in &items {
             h.update(
                 i["metadata"]
@@ -277,6 +291,7 @@ fn fingerprint(state: &State) -> Vec<u8> {
 /// Evaluate every remote APIService once.
 pub async fn sync_all(state: &State) {
     let (apis, _) = state
+        .storage
         .store
         .list("apiregistration.k8s.io", "apiservices", None);
     let names: Vec<String> = apis
@@ -305,7 +320,7 @@ const AVAILABILITY_WORKERS: usize = 8;
 
 /// Run the controller until shutdown.
 pub async fn run(state: Arc<State>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-    let mut revisions = state.store.subscribe_revision();
+    let mut revisions = state.storage.store.subscribe_revision();
     let period = Duration::from_millis(state.scenario.server.availability_period_ms.max(10));
     let mut seen = Vec::new();
     let mut ticker = tokio::time::interval(period);

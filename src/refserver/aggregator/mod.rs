@@ -31,7 +31,7 @@ pub fn remote_for(state: &State, info: &RequestInfo) -> Option<Value> {
         return None;
     }
     let name = format!("{}.{}", info.version, info.group);
-    let svc = state.store.get(&Key::new(
+    let svc = state.storage.store.get(&Key::new(
         "apiregistration.k8s.io",
         "apiservices",
         "",
@@ -70,6 +70,7 @@ pub fn location(state: &State, apiservice: &Value) -> Result<(String, u16, Strin
         .and_then(Value::as_u64)
         .unwrap_or(443) as u16;
     let svc = state
+        .storage
         .store
         .get(&Key::new("", "services", ns, name))
         .ok_or_else(|| format!("service \"{name}\" not found"))?;
@@ -91,7 +92,7 @@ pub fn location(state: &State, apiservice: &Value) -> Result<(String, u16, Strin
 }
 
 fn unavailable(state: &State, info: &RequestInfo) -> Response<Body> {
-    record_termination(&state.metrics, info, 503, "aggregator");
+    record_termination(&state.observability.metrics, info, 503, "aggregator");
     ApiError::plain(503, "service unavailable").into_response()
 }
 
@@ -160,7 +161,7 @@ pub async fn proxy(
         headers: forwarded,
         body,
     };
-    match network::send(state, out).await {
+    match network::send(&state.cluster, &state.storage.store, out).await {
         Ok(resp) => {
             let (parts, incoming) = resp.into_parts();
             let mut out = Response::new(Body::new(incoming));

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::super::registry::{self, VERBS};
 use super::super::state::State;
+use super::super::store::Store;
 
 /// `/api`.
 pub fn core_versions(state: &State) -> Value {
@@ -32,10 +33,8 @@ struct GroupVersions {
     versions: Vec<(String, i64)>,
 }
 
-fn groups(state: &State) -> Vec<GroupVersions> {
-    let (services, _) = state
-        .store
-        .list("apiregistration.k8s.io", "apiservices", None);
+fn groups(store: &Store) -> Vec<GroupVersions> {
+    let (services, _) = store.list("apiregistration.k8s.io", "apiservices", None);
     let mut out: Vec<GroupVersions> = Vec::new();
     for s in &services {
         let group = s
@@ -95,14 +94,14 @@ fn group_json(g: &GroupVersions) -> Value {
 }
 
 /// `/apis`.
-pub fn group_list(state: &State) -> Value {
-    let groups: Vec<Value> = groups(state).iter().map(group_json).collect();
+pub fn group_list(store: &Store) -> Value {
+    let groups: Vec<Value> = groups(store).iter().map(group_json).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 /// `/apis/<group>`.
-pub fn group(state: &State, name: &str) -> Option<Value> {
-    let g = groups(state).into_iter().find(|g| g.name == name)?;
+pub fn group(store: &Store, name: &str) -> Option<Value> {
+    let g = groups(store).into_iter().find(|g| g.name == name)?;
     let mut v = group_json(&g);
     v["kind"] = json!("APIGroup");
     v["apiVersion"] = json!("v1");
@@ -110,8 +109,8 @@ pub fn group(state: &State, name: &str) -> Option<Value> {
 }
 
 /// `/api/v1` or `/apis/<group>/<version>` of a locally served group/version.
-pub fn resource_list(state: &State, group: &str, version: &str) -> Option<Value> {
-    let defs = registry::in_group_version(&state.store, group, version);
+pub fn resource_list(store: &Store, group: &str, version: &str) -> Option<Value> {
+    let defs = registry::in_group_version(store, group, version);
     if defs.is_empty() {
         return None;
     }

@@ -9,21 +9,18 @@
 //!
 //! [`ContainerLog`]: crate::refserver::backends::container_log::ContainerLog
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use http::Response;
 use serde_json::Value;
 
+use crate::refserver::network::Cluster;
 use crate::refserver::request::RequestInfo;
-use crate::refserver::state::State;
 use crate::refserver::status::{ApiError, text_response};
-use crate::refserver::store::Key;
+use crate::refserver::store::{Key, Store};
 
 /// The backend a Pod IP is mapped to in the scenario's `network` (`IP` or `IP:port` keys).
-fn backend_of(state: &State, ip: &str) -> Option<String> {
-    state
-        .scenario
+fn backend_of(cluster: &Cluster, ip: &str) -> Option<String> {
+    cluster
         .network
         .iter()
         .find(|(addr, _)| {
@@ -37,12 +34,15 @@ fn backend_of(state: &State, ip: &str) -> Option<String> {
 /// # Errors
 /// 404 for a Pod that does not exist, 400 for a container the Pod does not have, 405 for
 /// anything but a GET.
-pub fn pod_log(state: &Arc<State>, info: &RequestInfo) -> Result<Response<Body>, ApiError> {
+pub fn pod_log(
+    store: &Store,
+    cluster: &Cluster,
+    info: &RequestInfo,
+) -> Result<Response<Body>, ApiError> {
     if info.verb != "get" {
         return Err(ApiError::method_not_allowed("", "pods", &info.verb));
     }
-    let pod = state
-        .store
+    let pod = store
         .get(&Key::new("", "pods", &info.namespace, &info.name))
         .ok_or_else(|| ApiError::not_found("", "pods", &info.name))?;
     let containers: Vec<&str> = pod
@@ -64,8 +64,8 @@ pub fn pod_log(state: &Arc<State>, info: &RequestInfo) -> Result<Response<Body>,
         .unwrap_or_default();
     let tail = info.param("tailLines").and_then(|t| t.parse().ok());
     let limit = info.param("limitBytes").and_then(|t| t.parse().ok());
-    let text = backend_of(state, ip)
-        .and_then(|b| state.backend_logs.get(&b).cloned())
+    let text = backend_of(cluster, ip)
+        .and_then(|b| cluster.logs.get(&b).cloned())
         .map(|log| log.text(tail, limit))
         .unwrap_or_default();
     Ok(text_response(200, text))

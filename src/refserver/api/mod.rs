@@ -7,7 +7,6 @@
 pub mod discovery;
 pub mod health;
 pub mod logs;
-pub mod patch;
 pub mod rest;
 pub mod select;
 pub mod table;
@@ -41,13 +40,18 @@ pub async fn serve(
             .to_string()
     };
     if info.is_resource {
-        let def = registry::resolve(&state.store, &info.group, &info.version, &info.resource)
-            .ok_or_else(ApiError::path_not_found)?;
+        let def = registry::resolve(
+            &state.storage.store,
+            &info.group,
+            &info.version,
+            &info.resource,
+        )
+        .ok_or_else(ApiError::path_not_found)?;
         if info.verb == "watch" {
             return watch::serve(state, &def, info).await;
         }
         if def.group.is_empty() && def.resource == "pods" && info.subresource == "log" {
-            return logs::pod_log(state, info);
+            return logs::pod_log(&state.storage.store, &state.cluster, info);
         }
         let accept = header(http::header::ACCEPT);
         let content_type = header(http::header::CONTENT_TYPE);
@@ -68,9 +72,12 @@ pub async fn serve(
     let verbose = info.query.contains_key("verbose");
     match path {
         "/version" => Ok(json_response(200, &health::version(state))),
-        "/metrics" => Ok(text_response(200, state.metrics_text())),
+        "/metrics" => Ok(text_response(200, state.observability.metrics_text())),
         "/api" => Ok(json_response(200, &discovery::core_versions(state))),
-        "/apis" => Ok(json_response(200, &discovery::group_list(state))),
+        "/apis" => Ok(json_response(
+            200,
+            &discovery::group_list(&state.storage.store),
+        )),
         p if p.starts_with("/healthz")
             || p.starts_with("/livez")
             || p.starts_with("/readyz")
@@ -83,18 +90,20 @@ pub async fn serve(
             ))
         }
         _ if info.prefix == "api" && !info.version.is_empty() => {
-            discovery::resource_list(state, "", &info.version)
+            discovery::resource_list(&state.storage.store, "", &info.version)
                 .map(|v| json_response(200, &v))
                 .ok_or_else(ApiError::path_not_found)
         }
         _ if info.prefix == "apis" && info.version.is_empty() => {
-            discovery::group(state, &info.group)
+            discovery::group(&state.storage.store, &info.group)
                 .map(|v| json_response(200, &v))
                 .ok_or_else(ApiError::path_not_found)
         }
-        _ if info.prefix == "apis" => discovery::resource_list(state, &info.group, &info.version)
-            .map(|v| json_response(200, &v))
-            .ok_or_else(ApiError::path_not_found),
+        _ if info.prefix == "apis" => {
+            discovery::resource_list(&state.storage.store, &info.group, &info.version)
+                .map(|v| json_response(200, &v))
+                .ok_or_else(ApiError::path_not_found)
+        }
         _ => Err(ApiError::path_not_found()),
     }
 }

@@ -18,13 +18,13 @@ use super::super::admission::{self, Operation};
 use super::super::authn::UserInfo;
 use super::super::controllers::{after_write, default_on_create, key_of};
 use super::super::conversion;
+use super::super::patch::apply_patch;
 use super::super::registry::ResourceDef;
 use super::super::request::RequestInfo;
 use super::super::state::State;
 use super::super::status::{ApiError, json_response};
 use super::super::storage_faults::storage_op;
 use super::super::store::{Key, StoreError};
-use super::patch::apply_patch;
 use super::select::filter;
 use super::table;
 
@@ -73,6 +73,7 @@ async fn get(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, ApiE
         &info.name,
     );
     let obj = state
+        .storage
         .store
         .get(&key)
         .ok_or_else(|| ApiError::not_found(&def.group, &def.resource, &info.name))?;
@@ -95,7 +96,7 @@ async fn list(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Api
     let (info, def) = (call.info, call.def);
     storage_op(state, def, "list").await?;
     let ns = namespace_of(def, info);
-    let (items, rv) = state.store.list(
+    let (items, rv) = state.storage.store.list(
         &def.group,
         &def.resource,
         if ns.is_empty() {
@@ -214,7 +215,7 @@ async fn create(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, A
             .and_then(Value::as_str)
         {
             Some(prefix) => {
-                let n = state.store.revision() * 7919 % 100_000;
+                let n = state.storage.store.revision() * 7919 % 100_000;
                 obj["metadata"]["name"] = json!(format!("{prefix}{n:05}"));
             }
             None => {
@@ -239,6 +240,7 @@ async fn create(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, A
     storage_op(state, def, "create").await?;
     let key = key_of(def, &obj);
     let created = state
+        .storage
         .store
         .create(key.clone(), obj, info.dry_run())
         .map_err(|e| store_err(def, &key.name, e))?;
@@ -292,6 +294,7 @@ async fn write_update(
     storage_op(state, def, "update").await?;
     let key = key_of(def, &obj);
     let updated = state
+        .storage
         .store
         .update(key.clone(), obj, info.dry_run())
         .map_err(|e| store_err(def, &key.name, e))?;
@@ -318,6 +321,7 @@ async fn current(
         &info.name,
     );
     let cur = state
+        .storage
         .store
         .get(&key)
         .ok_or_else(|| ApiError::not_found(&def.group, &def.resource, &info.name))?;
@@ -368,6 +372,7 @@ async fn delete(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, A
         &info.name,
     );
     let gone = state
+        .storage
         .store
         .delete(&key, precondition, info.dry_run())
         .map_err(|e| store_err(def, &info.name, e))?;
@@ -383,7 +388,7 @@ async fn delete_collection(
 ) -> Result<Response<Body>, ApiError> {
     let (info, def) = (call.info, call.def);
     let ns = namespace_of(def, info);
-    let (items, rv) = state.store.list(
+    let (items, rv) = state.storage.store.list(
         &def.group,
         &def.resource,
         if ns.is_empty() {
@@ -407,7 +412,7 @@ async fn delete_collection(
         .await?;
         storage_op(state, def, "delete").await?;
         let key = key_of(def, &o);
-        if let Ok(gone) = state.store.delete(&key, None, info.dry_run()) {
+        if let Ok(gone) = state.storage.store.delete(&key, None, info.dry_run()) {
             if !info.dry_run() {
                 after_write(state, def, &key.namespace, &key.name);
             }

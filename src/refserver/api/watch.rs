@@ -78,7 +78,7 @@ pub async fn serve(
             && (name.is_empty() || k.name == name)
     };
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    match state.store.watch_from(rv, &matches) {
+    match state.storage.store.watch_from(rv, &matches) {
         Err(StoreError::Expired(a, b)) => {
             let err = ApiError::expired(format!("too old resource version: {a} ({b})"));
             let _ = tx.send(line("ERROR", &err.status_object())).await;
@@ -153,12 +153,13 @@ async fn stream(
                 }
             };
             state
+                .observability
                 .metrics
                 .inc(&WATCH_EVENTS, &[&def.group, &def.kind, &def.version]);
             tx.send(line(e.kind.as_str(), &obj)).await.is_ok()
         }
     };
-    let mut last_rv = state.store.revision();
+    let mut last_rv = state.storage.store.revision();
     for e in backlog {
         last_rv = last_rv.max(e.rv);
         if !send(e).await {
@@ -177,12 +178,12 @@ async fn stream(
         tokio::select! {
             _ = &mut deadline => return,
             _ = &mut kill => {
-                state.metrics.inc(&TERMINATED, &[&resource_label(&def)]);
+                state.observability.metrics.inc(&TERMINATED, &[&resource_label(&def)]);
                 return;
             }
             _ = tx.closed() => return,
             _ = ticker.tick(), if bookmarks => {
-                let bm = json!({"kind": def.kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": last_rv.max(state.store.revision()).to_string()}});
+                let bm = json!({"kind": def.kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": last_rv.max(state.storage.store.revision()).to_string()}});
                 if tx.send(line("BOOKMARK", &bm)).await.is_err() { return; }
             }
             got = live.recv() => match got {
@@ -193,7 +194,7 @@ async fn stream(
                 Ok(e) => last_rv = e.rv,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Too slow to keep up: the cacher terminates such watchers.
-                    state.metrics.inc(&TERMINATED, &[&resource_label(&def)]);
+                    state.observability.metrics.inc(&TERMINATED, &[&resource_label(&def)]);
                     return;
                 }
                 Err(broadcast::error::RecvError::Closed) => return,

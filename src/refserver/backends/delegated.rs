@@ -27,15 +27,14 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use serde_json::Value;
 
-use super::super::authn::{UserInfo, allowed, forbidden_message};
+use super::super::authn::{Authorizer, UserInfo, forbidden_message};
 use super::super::rbac::{Attributes, Objects, bootstrap_objects};
 use super::super::request::RequestInfo;
 use super::super::scenario::{BackendSpec, Scenario};
-use super::super::state::State;
 use super::container_log::{ContainerLog, Level};
 
-/// The running server, as backends reach it (set once its state exists).
-pub type ApiserverHandle = Arc<OnceLock<Weak<State>>>;
+/// The running server's authorizer, as backends reach it (set once the server's state exists).
+pub type ApiserverHandle = Arc<OnceLock<Weak<dyn Authorizer>>>;
 
 /// The namespace and name of the ConfigMap an extension reads its authentication configuration from.
 const AUTH_CONFIGMAP: (&str, &str) = ("kube-system", "extension-apiserver-authentication");
@@ -180,11 +179,11 @@ pub fn authorize(
     {
         return Decision::Allow;
     }
-    let Some(state) = apiserver.get().and_then(Weak::upgrade) else {
+    let Some(authorizer) = apiserver.get().and_then(Weak::upgrade) else {
         return Decision::Error("the API server is not running".into());
     };
     let review = RequestInfo::parse("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews");
-    if !allowed(&state, identity, &review) {
+    if !authorizer.allows(identity, &review) {
         let denied = forbidden_message(&identity.name, &review);
         log.write(
             Level::Error,
@@ -194,7 +193,7 @@ pub fn authorize(
         log.write(Level::Error, "errors.go:77", &denied);
         return Decision::Error(denied);
     }
-    if allowed(&state, user, info) {
+    if authorizer.allows(user, info) {
         Decision::Allow
     } else {
         Decision::Deny(forbidden_message(&user.name, info))

@@ -20,13 +20,13 @@ use axum::body::Body;
 use http::Response;
 use serde_json::{Value, json};
 
-use super::{Recorded, not_recorded};
+use super::recording::{Recorded, not_recorded};
 use crate::bundle::{WebhookKind, rbac};
 use crate::refserver::api::discovery as live;
 use crate::refserver::registry::{self, BUILTIN_GROUP_VERSIONS};
 use crate::refserver::request::RequestInfo;
-use crate::refserver::state::State;
 use crate::refserver::status::{ApiError, json_response};
+use crate::refserver::store::Store;
 
 const FLOWCONTROL: &str = "flowcontrol.apiserver.k8s.io";
 /// Newest first, as a collection picks them.
@@ -192,7 +192,7 @@ fn group_json(name: &str, versions: &[String]) -> Value {
     })
 }
 
-fn flowcontrol(state: &State, r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
+fn flowcontrol(store: &Store, r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
     let versions = flowcontrol_versions(r);
     if info.version.is_empty() {
         let owned: Vec<String> = versions.iter().map(|v| v.to_string()).collect();
@@ -239,7 +239,7 @@ fn flowcontrol(state: &State, r: &Recorded, info: &RequestInfo) -> Option<Respon
         "prioritylevelconfigurations" => "PriorityLevelConfiguration",
         _ => return Some(ApiError::path_not_found().into_response()),
     };
-    let (items, rv) = state.store.list(FLOWCONTROL, &info.resource, None);
+    let (items, rv) = store.list(FLOWCONTROL, &info.resource, None);
     let items: Vec<Value> = items
         .into_iter()
         .filter(|o| o["apiVersion"] == group_version.as_str())
@@ -264,7 +264,7 @@ fn flowcontrol(state: &State, r: &Recorded, info: &RequestInfo) -> Option<Respon
 
 /// The group/versions the server serves itself: the built-in ones (flowcontrol in its recorded
 /// version) and those of the stored CRDs.
-fn served_groups(state: &State, r: &Recorded) -> Vec<(String, Vec<String>)> {
+fn served_groups(store: &Store, r: &Recorded) -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
     let mut add = |g: &str, v: &str| match out.iter_mut().find(|(n, _)| n == g) {
         Some((_, vs)) if !vs.iter().any(|x| x == v) => vs.push(v.to_string()),
@@ -283,22 +283,22 @@ fn served_groups(state: &State, r: &Recorded) -> Vec<(String, Vec<String>)> {
             add(g, v);
         }
     }
-    for d in registry::all(&state.store).into_iter().filter(|d| d.custom) {
+    for d in registry::all(store).into_iter().filter(|d| d.custom) {
         add(&d.group, &d.version);
     }
     out
 }
 
 /// `/apis`: the recorded APIServices' groups, then every other group the server serves.
-fn group_list(state: &State, r: &Recorded) -> Value {
-    let mut list = live::group_list(state);
+fn group_list(store: &Store, r: &Recorded) -> Value {
+    let mut list = live::group_list(store);
     let listed: BTreeSet<String> = list["groups"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|g| g["name"].as_str().map(str::to_string))
         .collect();
-    let extra: Vec<Value> = served_groups(state, r)
+    let extra: Vec<Value> = served_groups(store, r)
         .into_iter()
         .filter(|(name, _)| !listed.contains(name))
         .map(|(name, versions)| group_json(&name, &versions))
@@ -313,7 +313,7 @@ fn group_list(state: &State, r: &Recorded) -> Value {
 /// (`apps/v1` of a real cluster's recording): an empty resource list, so that discovery does not
 /// fail on what the recording never held.
 fn recorded_local_group_version(
-    state: &State,
+    store: &Store,
     r: &Recorded,
     info: &RequestInfo,
 ) -> Option<Response<Body>> {
@@ -322,8 +322,7 @@ fn recorded_local_group_version(
         .api_services
         .iter()
         .any(|a| a.is_local() && a.group == info.group && a.version == info.version);
-    if !recorded || !registry::in_group_version(&state.store, &info.group, &info.version).is_empty()
-    {
+    if !recorded || !registry::in_group_version(store, &info.group, &info.version).is_empty() {
         return None;
     }
     Some(json_response(
@@ -335,7 +334,7 @@ fn recorded_local_group_version(
 
 /// Answer the reads a replay answers differently (see the module documentation); `None` for the
 /// rest.
-pub fn answer(state: &State, r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
+pub fn answer(store: &Store, r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
     if !matches!(info.method.as_str(), "GET" | "HEAD") {
         return None;
     }
@@ -343,17 +342,17 @@ pub fn answer(state: &State, r: &Recorded, info: &RequestInfo) -> Option<Respons
         return Some(resp);
     }
     if info.prefix == "apis" && info.group == FLOWCONTROL {
-        return flowcontrol(state, r, info);
+        return flowcontrol(store, r, info);
     }
     if info.prefix == "apis" && !info.version.is_empty() && !info.is_resource {
-        return recorded_local_group_version(state, r, info);
+        return recorded_local_group_version(store, r, info);
     }
     if info.path.trim_end_matches('/') == "/apis" {
-        return Some(json_response(200, &group_list(state, r)));
+        return Some(json_response(200, &group_list(store, r)));
     }
     if info.prefix == "apis" && info.version.is_empty() && !info.group.is_empty() {
-        let group = live::group(state, &info.group).or_else(|| {
-            let (name, versions) = served_groups(state, r)
+        let group = live::group(store, &info.group).or_else(|| {
+            let (name, versions) = served_groups(store, r)
                 .into_iter()
                 .find(|(n, _)| *n == info.group)?;
             let mut g = group_json(&name, &versions);

@@ -26,7 +26,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::{Recorded, not_recorded};
+use super::recording::{Recorded, not_recorded};
 use crate::bundle::HealthCheck;
 use crate::promtext::{window_start, write_text};
 use crate::refserver::request::RequestInfo;

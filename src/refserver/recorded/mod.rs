@@ -1,7 +1,7 @@
 //! Replay of a recorded incident: a bundle served back behind the reference server, so that
 //! `collect`, `scan` and kubectl read the recording as they would read the cluster it came from.
 //!
-//! [`start`] loads the bundle's objects into the store as recorded (no defaulting, no controllers:
+//! [`RefServer::replay`](super::RefServer::replay) loads the bundle's objects into the store as recorded (no defaulting, no controllers:
 //! an APIService keeps its recorded conditions, Endpoints grow no EndpointSlices), and the server
 //! then answers from the recording where a live one would compute:
 //!
@@ -31,54 +31,29 @@
 pub mod discovery;
 pub mod endpoints;
 pub mod outcomes;
+mod recording;
+
+pub use recording::{Recorded, not_recorded};
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 
-use anyhow::Context as _;
 use axum::body::Body;
 use http::Response;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use super::registry;
 use super::request::RequestInfo;
-use super::state::State;
+use super::scenario::Scenario;
 use super::status::ApiError;
-use super::store::Key;
-use super::{Core, RunningServer, Scenario, StartOptions, registry, serve_api};
-use crate::bundle::carried::{Split, split};
+use super::store::{Key, Store};
+use super::{RefServer, RunningServer, StartOptions};
 use crate::bundle::{CollectionSource, EvidenceBundle, to_k8s};
 
 /// APF in a replay never limits: a recording's priority levels (a queue-full incident) would
 /// otherwise reject the collection that reads them.
 const UNLIMITED_SEATS: u32 = 1_000_000;
-
-/// A recording being replayed, as the request handlers see it.
-#[derive(Debug)]
-pub struct Recorded {
-    /// The recording.
-    pub bundle: EvidenceBundle,
-    /// What of it is served.
-    pub split: Split,
-    /// `/metrics` requests answered so far (the first gets a window's start).
-    pub apiserver_scrapes: AtomicUsize,
-    /// etcd `/metrics` requests answered so far.
-    pub etcd_scrapes: AtomicUsize,
-    /// A loopback port where every backend of the recording "listens": it closes each connection
-    /// at once (a recording has no backend to shake hands with, and a collection must not dial the
-    /// recorded addresses instead).
-    pub no_backend_port: u16,
-}
-
-impl Recorded {
-    /// Whether the recording was collected from a live API server (which saw everything it
-    /// looked for, so an empty list is "none") rather than imported or written by hand.
-    pub fn live(&self) -> bool {
-        matches!(self.bundle.collection.source, CollectionSource::Live { .. })
-    }
-}
 
 /// A name for the server's scenario, from where the recording came from.
 fn describe(bundle: &EvidenceBundle) -> String {
@@ -90,7 +65,7 @@ fn describe(bundle: &EvidenceBundle) -> String {
 }
 
 /// The store key of a recorded object, or why it cannot be stored.
-fn key_of(store: &super::store::Store, obj: &Value) -> Result<Key, String> {
+fn key_of(store: &Store, obj: &Value) -> Result<Key, String> {
     let api_version = obj["apiVersion"].as_str().unwrap_or_default();
     let kind = obj["kind"].as_str().unwrap_or_default();
     let name = obj
@@ -112,7 +87,7 @@ fn key_of(store: &super::store::Store, obj: &Value) -> Result<Key, String> {
 }
 
 /// Store the recording's objects as they are, and a Namespace for every namespace they live in.
-fn load(state: &State, bundle: &EvidenceBundle) -> anyhow::Result<()> {
+pub(super) fn load(store: &Store, bundle: &EvidenceBundle) -> anyhow::Result<()> {
     let objects = to_k8s::objects(bundle);
     let namespaces: BTreeSet<String> = objects
         .iter()
@@ -123,81 +98,43 @@ fn load(state: &State, bundle: &EvidenceBundle) -> anyhow::Result<()> {
         let o = json!({"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
             "status": {"phase": "Active"}});
-        let _ = state
-            .store
-            .create(Key::new("", "namespaces", "", &ns), o, false);
+        let _ = store.create(Key::new("", "namespaces", "", &ns), o, false);
     }
     for o in objects {
-        let key =
-            key_of(&state.store, &o).map_err(|e| anyhow::anyhow!("loading the recording: {e}"))?;
+        let key = key_of(store, &o).map_err(|e| anyhow::anyhow!("loading the recording: {e}"))?;
         // A second object of the same name (a hand-made bundle) cannot be stored; the first stays.
-        let _ = state.store.create(key, o, false);
+        let _ = store.create(key, o, false);
     }
     Ok(())
 }
 
-/// Start a server replaying `bundle` on 127.0.0.1.
-///
-/// # Errors
-/// When a port cannot be bound or the server's certificates cannot be generated.
-pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Result<RunningServer> {
-    let mut scenario = Scenario::empty(&describe(&bundle));
+/// The scenario a replay's server runs: empty, named after where the recording came from, speaking
+/// the recorded release.
+pub(super) fn scenario_for(bundle: &EvidenceBundle) -> Scenario {
+    let mut scenario = Scenario::empty(&describe(bundle));
     scenario.server.server_concurrency_limit = UNLIMITED_SEATS;
     scenario.server.version = bundle
         .collection
         .server_version
         .as_ref()
         .map(|v| v.git_version.clone());
-    let Core {
-        pki,
-        shutdown,
-        shutdown_rx,
-        backends,
-        state,
-    } = Core::build(scenario).await?;
-    load(&state, &bundle)?;
-    let no_backend = TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("binding the backends' port")?;
-    let recorded = Arc::new(Recorded {
-        split: split(&bundle),
-        bundle,
-        apiserver_scrapes: AtomicUsize::new(0),
-        etcd_scrapes: AtomicUsize::new(0),
-        no_backend_port: no_backend.local_addr()?.port(),
-    });
-    let _ = state.recorded.set(recorded.clone());
+    scenario
+}
 
-    let (addr, api) = serve_api(&state, &pki, options.port, &shutdown_rx).await?;
-    let mut tasks = vec![api];
-    tasks.push(tokio::spawn(close_every_connection(
-        no_backend,
-        shutdown_rx.clone(),
-    )));
-    let mut etcd_addr = None;
-    if endpoints::serves_etcd(&recorded) {
-        let l = TcpListener::bind("127.0.0.1:0")
-            .await
-            .context("binding the etcd port")?;
-        etcd_addr = Some(l.local_addr()?);
-        tasks.push(tokio::spawn(endpoints::serve_etcd(
-            l,
-            recorded,
-            shutdown_rx.clone(),
-        )));
-    }
-    Ok(RunningServer {
-        state,
-        addr,
-        shutdown,
-        tasks,
-        backends,
-        etcd_addr,
-    })
+/// Start a server replaying `bundle` on 127.0.0.1: [`RefServer::replay`], under the name the
+/// command line calls it by (the one use of the server's root module from here).
+///
+/// # Errors
+/// When a port cannot be bound or the server's certificates cannot be generated.
+pub async fn start(bundle: EvidenceBundle, options: StartOptions) -> anyhow::Result<RunningServer> {
+    RefServer::replay(bundle, options).await
 }
 
 /// Accept and drop connections until shutdown: a handshake with a recorded backend ends at once.
-async fn close_every_connection(listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+pub(super) async fn close_every_connection(
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             _ = shutdown.changed() => break,
@@ -245,34 +182,23 @@ pub fn backend_addresses(r: &Recorded) -> std::collections::BTreeMap<String, Str
     keys.into_iter().map(|k| (k, to.clone())).collect()
 }
 
-/// 403 for what the recording does not hold.
-pub fn not_recorded(what: &str, group: &str, resource: &str) -> Response<Body> {
-    ApiError::forbidden(
-        format!("not in the recording being replayed (it was not collected): {what}"),
-        "",
-        group,
-        resource,
-    )
-    .into_response()
-}
-
 /// The answer of a replayed recording to a request by `user` (after impersonation), or `None` when
 /// the reference server's own handlers answer it (objects from the store, `/api`, …). Called after
 /// authentication, before APF and authorization: a recorded answer is given exactly as recorded.
 pub async fn answer(
-    state: &State,
+    store: &Store,
+    r: &Recorded,
     info: &RequestInfo,
     path_and_query: &str,
     user: &str,
 ) -> Option<Response<Body>> {
-    let r = state.recorded.get()?;
     if let Some(resp) = outcomes::answer(r, info, path_and_query, user).await {
         return Some(resp);
     }
     if let Some(resp) = endpoints::answer(r, info) {
         return Some(resp);
     }
-    if let Some(resp) = discovery::answer(state, r, info) {
+    if let Some(resp) = discovery::answer(store, r, info) {
         return Some(resp);
     }
     if !matches!(info.method.as_str(), "GET" | "HEAD") {
@@ -290,11 +216,4 @@ pub async fn answer(
         );
     }
     None
-}
-
-impl RunningServer {
-    /// The recorded bundle this server replays, when it replays one.
-    pub fn recording(&self) -> Option<&EvidenceBundle> {
-        self.state.recorded.get().map(|r| &r.bundle)
-    }
 }

@@ -26,7 +26,7 @@ use axum::body::Body;
 use http::{HeaderValue, Response, StatusCode};
 use serde_json::{Value, json};
 
-use super::Recorded;
+use super::recording::Recorded;
 use crate::bundle::carried::discovery_path;
 use crate::bundle::probes::{ProbeKind, ResponseHeaders};
 use crate::bundle::{ApiService, CertSource, Probe, StatusBody};

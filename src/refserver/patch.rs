@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::super::status::ApiError;
+use super::status::ApiError;
 
 fn merge_patch(target: &mut Value, patch: &Value) {
     match (target.as_object_mut(), patch.as_object()) {

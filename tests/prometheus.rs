@@ -517,7 +517,7 @@ fn the_promql_reference_in_the_docs_is_current() {
     let text = std::fs::read_to_string(&path).unwrap();
     let (head, rest) = text.split_once(BEGIN).expect("the BEGIN marker");
     let (_, tail) = rest.split_once(END).expect("the END marker");
-    let generated = extpath::collect::prometheus::families::reference();
+    let generated = extpath::collect::metrics::prometheus::families::reference();
     let expected = format!("{head}{BEGIN}\n{generated}\n{END}{tail}");
     if std::env::var_os("UPDATE_DOCS").is_some() {
         std::fs::write(&path, &expected).unwrap();

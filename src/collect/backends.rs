@@ -41,7 +41,7 @@ pub struct Backends {
 
 impl Backends {
     /// Add everything to the bundle (gaps are added by the caller).
-    pub fn apply(self, b: &mut EvidenceBundle) {
+    pub fn apply(&self, b: &mut EvidenceBundle) {
         for s in &self.services {
             from_k8s::add_service(b, s);
         }
@@ -346,7 +346,7 @@ pub struct PodsBehind {
 
 impl PodsBehind {
     /// Add the Pods (each once) and the gaps to the bundle.
-    pub fn apply(self, b: &mut EvidenceBundle) {
+    pub fn apply(&self, b: &mut EvidenceBundle) {
         let mut seen = std::collections::BTreeSet::new();
         for ((ns, _), pods) in &self.by_service {
             for p in pods {
@@ -355,7 +355,7 @@ impl PodsBehind {
                 }
             }
         }
-        b.gaps.extend(self.gaps);
+        b.gaps.extend(self.gaps.iter().cloned());
     }
 }
 

@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use super::{Contribution, FetchError, Fetcher, SourceFuture};
+use super::sources::{Evidence, EvidenceFuture};
+use super::{FetchError, Fetcher};
 use crate::bundle::{EvidenceBundle, from_k8s};
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
@@ -32,7 +33,7 @@ pub fn pick_version(group_doc: &Value) -> Option<String> {
 }
 
 /// Both lists, in the newest served version.
-pub fn fetch(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch(f: &Fetcher) -> EvidenceFuture<'_> {
     Box::pin(async move {
         let doc = f.get_json(&format!("/apis/{GROUP}")).await?;
         let version = pick_version(&doc).ok_or_else(|| FetchError::Status {
@@ -45,7 +46,7 @@ pub fn fetch(f: &Fetcher) -> SourceFuture<'_> {
         let pl = f.list_all(&pl_path);
         let (fs, pl) = tokio::join!(fs, pl);
         let (fs, pl) = (fs?, pl?);
-        let apply: Contribution = Box::new(move |b: &mut EvidenceBundle| {
+        let apply: Evidence = Box::new(move |b: &mut EvidenceBundle| {
             for v in &fs {
                 from_k8s::add_flow_schema(b, v);
             }

@@ -310,7 +310,7 @@ pub fn after_write(state: &State, def: &ResourceDef, ns: &str, name: &str) {
         }
         _ => {}
     }
-    super::storage::count_objects(state, def);
+    super::storage_faults::count_objects(state, def);
 }
 
 fn delete_orphaned_custom_resources(state: &State) {
@@ -460,7 +460,7 @@ pub fn load_initial(state: &State) -> Result<(), String> {
         sync_crd_apiservices(state);
     }
     for def in &kinds {
-        super::storage::count_objects(state, def);
+        super::storage_faults::count_objects(state, def);
     }
     Ok(())
 }

@@ -30,6 +30,8 @@ use crate::bundle::yaml_limits::thousands;
 use crate::bundle::{Gap, GapReason, StatusBody};
 
 /// Page size for lists.
+// kubectl's own `--chunk-size` default: pages a real API server is used to serving, and small
+// enough that one page never nears [`MAX_RESPONSE_BYTES`].
 const PAGE: usize = 500;
 
 /// How many objects one list may bring by default (`--max-objects`): far above any real

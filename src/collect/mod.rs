@@ -371,6 +371,8 @@ pub async fn collect(
         Some(_) => false,
         None => prom_sources.is_empty(),
     };
+    // `/version` is readable without credentials (system:public-info-viewer), so it never
+    // counts towards "refused everything".
     if refusals.len() == STAGE_ONE.len() - 1 && scrape_refused {
         let why = if refusals.iter().all(|c| *c == 401) {
             format!(
@@ -492,6 +494,8 @@ async fn later_stages(
 ) -> Later {
     let mut out = Later::default();
 
+    // Stage two needs stage one: the Services and namespaces to read, and the group/versions to
+    // probe, are those the APIServices, webhooks and CRDs name (`refs::References`).
     // Stage two: objects behind the references, discovery probes, events.
     let objects = async {
         let r = bounded(deadline, backends::fetch(fetcher, references)).await;
@@ -528,6 +532,8 @@ async fn later_stages(
         }
     };
 
+    // Stage three needs stage two: pods are found by their Service's selector, and a backend's
+    // address for the handshake comes from its Service's port and endpoints.
     // Stage three: pods behind the Services (then, with --pod-logs, their logs), and TLS
     // handshakes with the backends.
     let pods_and_logs = async {

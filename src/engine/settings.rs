@@ -43,6 +43,8 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "webhook p99 latency at or above this fraction of its timeoutSeconds is 'near the timeout'",
     },
     SettingDef {
+        // A webhook whose median call takes 1 s spends on its own the whole p99 budget of the
+        // Kubernetes API call latency SLO (1 s for single-object mutating calls).
         name: "webhook_slow_seconds",
         default: 1.0,
         unit: "seconds",
@@ -85,6 +87,8 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "kube-apiserver's etcd request p99 at or above this is critical",
     },
     SettingDef {
+        // etcd itself warns about every apply slower than 100 ms (--warning-apply-duration), too
+        // often on a busy cluster to mean much alone; ten times that is slow by any reading.
         name: "etcd_traced_slow_seconds",
         default: 1.0,
         unit: "seconds",

@@ -6,7 +6,8 @@
 //! * [`daemons`] — real etcd and Prometheus processes;
 //! * [`hostile_server`] — an API server that misbehaves on purpose;
 //! * [`captures`] — the real captures of `fixtures/raw/` as cases, and their scoring;
-//! * [`report_cases`] — hand-built diagnoses for the renderer tests.
+//! * [`report_cases`] — hand-built diagnoses for the renderer tests;
+//! * [`random_exposition`] — random valid Prometheus expositions for the parser's property tests.
 
 #![allow(dead_code)]
 
@@ -15,6 +16,7 @@ pub(crate) mod bundle;
 pub(crate) mod captures;
 pub(crate) mod daemons;
 pub(crate) mod hostile_server;
+pub(crate) mod random_exposition;
 pub(crate) mod rbac;
 pub(crate) mod refserver;
 pub(crate) mod report_cases;

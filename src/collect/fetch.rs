@@ -425,6 +425,9 @@ impl FetchError {
         match self {
             FetchError::Status { code: 401, .. } => GapReason::Unauthorized,
             FetchError::Status { code: 403, .. } => GapReason::Forbidden,
+            // A 404 on a list or a discovery path means the server does not serve that API at all
+            // (an older release without flowcontrol v1, a group not installed): nothing to read,
+            // not an error.
             FetchError::Status { code: 404, .. } => GapReason::NotServed,
             FetchError::Status { .. } | FetchError::Decode(_) | FetchError::Cut(_) => {
                 GapReason::Error
@@ -436,6 +439,9 @@ impl FetchError {
                     GapReason::Error
                 }
             }
+            // A timeout is kept apart from unreachable: a server that accepted the connection but
+            // did not answer in time is slow or overloaded (an APF queue, a stalled etcd), which is
+            // itself evidence.
             FetchError::Timeout(_) => GapReason::Timeout,
             FetchError::Transport(_) => GapReason::Unreachable,
         }

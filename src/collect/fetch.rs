@@ -426,8 +426,8 @@ impl FetchError {
             FetchError::Status { code: 401, .. } => GapReason::Unauthorized,
             FetchError::Status { code: 403, .. } => GapReason::Forbidden,
             // A 404 on a list or a discovery path means the server does not serve that API at all
-            // (an older release without flowcontrol v1, a group not installed): nothing to read,
-            // not an error.
+            // (a group not installed, or none of the versions extpath knows): nothing to read, not
+            // an error.
             FetchError::Status { code: 404, .. } => GapReason::NotServed,
             FetchError::Status { .. } | FetchError::Decode(_) | FetchError::Cut(_) => {
                 GapReason::Error

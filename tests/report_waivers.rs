@@ -7,7 +7,7 @@ use extpath::engine::waivers::{
 };
 use jiff::civil::date;
 
-use super::report_cases as cases;
+use crate::util::report_cases as cases;
 
 const HEADER: &str = "apiVersion: extpath.dev/v1alpha1\nkind: Waivers\nwaivers:\n";
 

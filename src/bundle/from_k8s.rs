@@ -119,6 +119,8 @@ pub fn add_api_service(bundle: &mut EvidenceBundle, obj: &apireg::APIService, fi
         service: spec.service.map(|s| ServiceRef {
             namespace: s.namespace.unwrap_or_default(),
             name: s.name.unwrap_or_default(),
+            // apiregistration/v1 ServiceReference: port "defaults to 443 for backward
+            // compatibility".
             port: Some(s.port.unwrap_or(443)),
             path: None,
         }),
@@ -136,6 +138,8 @@ pub fn add_service(bundle: &mut EvidenceBundle, obj: &core::Service) {
     bundle.services.push(Service {
         namespace: ns_of(&obj.metadata),
         name: name_of(&obj.metadata),
+        // The API server defaults an absent type to ClusterIP. It matters: kube-aggregator checks
+        // the port and endpoints of ClusterIP Services only (available_controller.go).
         type_: spec.type_.unwrap_or_else(|| "ClusterIP".to_string()),
         cluster_ip: spec.cluster_ip,
         external_name: spec.external_name,
@@ -337,6 +341,7 @@ fn admission_target(
         service: cc.service.as_ref().map(|s| ServiceRef {
             namespace: s.namespace.clone(),
             name: s.name.clone(),
+            // admissionregistration/v1 ServiceReference: port defaults to 443.
             port: Some(s.port.unwrap_or(443)),
             path: s.path.clone(),
         }),
@@ -361,6 +366,10 @@ pub fn add_validating_configuration(
             name: w.name.clone(),
             target,
             timeout_seconds: w.timeout_seconds,
+            // The admissionregistration/v1 defaults (SetDefaults_ValidatingWebhook): timeout 10 s,
+            // failurePolicy Fail, matchPolicy Equivalent. v1beta1 defaulted to 30 s, Ignore and
+            // Exact, so objects written through v1beta1 carry those explicitly and need no default
+            // here.
             effective_timeout_seconds: w.timeout_seconds.unwrap_or(10),
             failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
             match_policy: w
@@ -394,6 +403,8 @@ pub fn add_mutating_configuration(
             name: w.name.clone(),
             target,
             timeout_seconds: w.timeout_seconds,
+            // The same v1 defaults as for validating webhooks (SetDefaults_MutatingWebhook), plus
+            // reinvocationPolicy Never.
             effective_timeout_seconds: w.timeout_seconds.unwrap_or(10),
             failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
             match_policy: w
@@ -440,6 +451,7 @@ pub fn add_crd(
                     service: cc.service.as_ref().map(|s| ServiceRef {
                         namespace: s.namespace.clone(),
                         name: s.name.clone(),
+                        // apiextensions/v1 ServiceReference: port defaults to 443.
                         port: Some(s.port.unwrap_or(443)),
                         path: s.path.clone(),
                     }),
@@ -458,6 +470,8 @@ pub fn add_crd(
             }
         }
         None => CrdConversion {
+            // No spec.conversion is strategy None: the API server only rewrites apiVersion between
+            // versions and never calls out, so there is no conversion path to judge.
             strategy: "None".into(),
             ..CrdConversion::default()
         },

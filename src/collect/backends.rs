@@ -20,6 +20,10 @@ use super::{FetchError, Fetcher};
 use crate::bundle::{EvidenceBundle, Gap, from_k8s};
 
 /// How many requests of one kind are in flight at once.
+// A bound, not a target: kube-apiserver serves 600 requests at once by default
+// (--max-requests-inflight 400 plus --max-mutating-requests-inflight 200, split among priority
+// levels under APF, where a surplus queues); a scan keeps to a small share of that so it never
+// becomes the overload it diagnoses.
 const IN_FLIGHT: usize = 64;
 
 /// What stage two found behind the references.

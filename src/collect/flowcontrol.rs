@@ -13,6 +13,8 @@ use crate::bundle::{EvidenceBundle, from_k8s};
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 
 /// Newest first: the first one the server serves is read.
+// Served by: v1 from 1.29, v1beta3 1.26–1.31, v1beta2 1.23–1.28, v1beta1 1.20–1.25 (the
+// deprecated API migration guide), so every release since 1.20 serves one of them.
 const KNOWN_VERSIONS: [&str; 4] = ["v1", "v1beta3", "v1beta2", "v1beta1"];
 
 /// The version to read, from the group discovery document.

@@ -71,9 +71,13 @@ pub enum Stage {
     Objects(for<'a> fn(&'a Run<'a>) -> SourceFuture<'a>),
     /// Sent with stage one (stage two waits for it too), but lands with the metrics, last.
     Metrics(for<'a> fn(&'a Run<'a>) -> SourceFuture<'a>),
-    /// Stage two: needs stage one's objects and what they reference.
+    /// Stage two: needs stage one's objects and what they reference — the Services and
+    /// namespaces to read, and the group/versions to probe, are those the APIServices, webhooks
+    /// and CRDs name (`refs::References`).
     Referenced(for<'a> fn(&'a Run<'a>, &'a Found<'a>) -> SourceFuture<'a>),
-    /// Stage three: needs the Services stage two found.
+    /// Stage three: needs the Services stage two found — pods are found by their Service's
+    /// selector, and a backend's address for the handshake comes from its Service's port and
+    /// endpoints.
     Behind(for<'a> fn(&'a Run<'a>, &'a Found<'a>) -> SourceFuture<'a>),
     /// Sent beside stages two and three, once `--window` has passed since stage one ended.
     Window(for<'a> fn(&'a Run<'a>) -> SourceFuture<'a>),
@@ -93,8 +97,9 @@ pub enum Deadline {
 pub enum Asks {
     /// The API server, with the collection's credentials.
     ApiServer,
-    /// The API server, on an endpoint any client may read (`/version`): a refusal elsewhere
-    /// does not show here.
+    /// The API server, on an endpoint any client may read (`/version`, bound to
+    /// `system:public-info-viewer` for everyone): a refusal elsewhere does not show here, so it
+    /// never counts towards "refused everything".
     ApiServerPublic,
     /// Another server (etcd, Prometheus, a backend), or several (the scrape rounds); the run's
     /// verdicts on access weigh the API server's first scrape on its own.

@@ -364,6 +364,9 @@ pub async fn capture_all(
     request_timeout: Duration,
     deadline: Instant,
 ) -> Handshakes {
+    // kube-aggregator's availability check gives a backend 5 s (its HTTP client timeout in
+    // available_controller.go): a backend slower than that to answer is unavailable to the
+    // aggregator already, so waiting longer would not change the verdict.
     let connect_timeout = request_timeout.min(Duration::from_secs(5));
     let results = futures::stream::iter(targets)
         .map(|t| async move {

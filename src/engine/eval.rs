@@ -11,7 +11,7 @@ use std::sync::Arc;
 use cel::{Context, Value};
 
 use super::diagnosis::{Class, Subject};
-use super::facts::shared::{Vars, to_vars};
+use super::facts::shared::{Converted, Vars, to_vars_with};
 use super::facts::value::to_json;
 use super::facts::{FactBase, cluster_vars, subject_vars};
 use super::filter::Filter;
@@ -34,12 +34,14 @@ pub fn root_context(metrics: Arc<MetricsIndex>, cluster: &Vars) -> Context<'stat
 }
 
 /// A subject's scope under a root context.
+/// The containers in `done` (facts shared by many subjects) are bound, not converted again.
 pub fn subject_context<'p>(
     root: &'p Context<'static, 'static>,
     vars: &[(&'static str, Value)],
+    done: &Converted,
 ) -> Context<'p, 'static> {
     let mut ctx = root.new_inner_scope();
-    for (k, v) in to_vars(vars) {
+    for (k, v) in to_vars_with(vars, done) {
         ctx.add_variable_as_val(k, v);
     }
     ctx
@@ -221,7 +223,7 @@ pub fn evaluate_until(
 ) -> Evaluation {
     let base = FactBase::new(bundle);
     let metrics = Arc::new(MetricsIndex::new(&bundle.metrics));
-    let cluster = to_vars(&cluster_vars(&base, settings));
+    let cluster = to_vars_with(&cluster_vars(&base, settings), &base.converted);
     let entries = subjects_with(&base.lookup, &base.probe_targets);
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
@@ -315,7 +317,7 @@ fn evaluate_subject(
     };
     if !kind_rules.is_empty() {
         let vars = subject_vars(base, entry);
-        let ctx = subject_context(root, &vars);
+        let ctx = subject_context(root, &vars, &base.converted);
         let name = entry.subject.to_string();
         for (i, rule) in kind_rules {
             run_rule(rule, i, &ctx, &name, &mut result, errors);

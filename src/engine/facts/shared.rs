@@ -212,21 +212,81 @@ fn map_key(k: &Key) -> CelMapKey<'static> {
 /// ([`Val::clone_as_boxed`]) shares it.
 pub type Vars = Vec<(&'static str, Box<dyn Val>)>;
 
+/// Facts converted once and found again by identity.
+///
+/// A fact that many variables hold — a probe's request fact is in its subject's `observations`,
+/// in `apiserver.observations` and in the failing-request lists — is one `cel::Value` container
+/// shared by reference count. Converting each holder's tree would convert that fact once per
+/// holder; a container converted here is instead bound again by reference ([`to_val_with`]).
+/// Each entry keeps its source alive, so no other container can take its address meanwhile.
+#[derive(Debug, Default)]
+pub struct Converted(HashMap<usize, (Value, Box<dyn Val>)>);
+
+impl Converted {
+    /// Convert each of `facts` once.
+    pub fn of<'v>(facts: impl IntoIterator<Item = &'v Value>) -> Self {
+        let mut done = Converted::default();
+        for v in facts {
+            if let Some(at) = address(v)
+                && !done.0.contains_key(&at)
+            {
+                let val = to_val_with(v, &done);
+                done.0.insert(at, (v.clone(), val));
+            }
+        }
+        done
+    }
+
+    fn find(&self, v: &Value) -> Option<&(dyn Val + 'static)> {
+        if self.0.is_empty() {
+            return None;
+        }
+        self.0.get(&address(v)?).map(|(_, val)| val.as_ref())
+    }
+}
+
+/// The address of a map's or list's shared container (its identity while it is alive).
+fn address(v: &Value) -> Option<usize> {
+    match v {
+        Value::Map(m) => Some(Arc::as_ptr(&m.map).cast::<u8>() as usize),
+        Value::List(l) => Some(Arc::as_ptr(l).cast::<u8>() as usize),
+        _ => None,
+    }
+}
+
 /// `vars` converted for the interpreter.
 pub fn to_vars(vars: &[(&'static str, Value)]) -> Vars {
-    vars.iter().map(|(k, v)| (*k, to_val(v))).collect()
+    to_vars_with(vars, &Converted::default())
+}
+
+/// `vars` converted for the interpreter, the containers already in `done` shared, not converted.
+pub fn to_vars_with(vars: &[(&'static str, Value)], done: &Converted) -> Vars {
+    vars.iter()
+        .map(|(k, v)| (*k, to_val_with(v, done)))
+        .collect()
 }
 
 /// A fact as the interpreter's value, its maps and lists [`Shared`].
 pub fn to_val(v: &Value) -> Box<dyn Val> {
+    to_val_with(v, &Converted::default())
+}
+
+/// [`to_val`], the containers already in `done` shared, not converted.
+pub fn to_val_with(v: &Value, done: &Converted) -> Box<dyn Val> {
+    if let Some(val) = done.find(v) {
+        return val.clone_as_boxed();
+    }
     match v {
         Value::Map(m) => {
-            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> =
-                m.map.iter().map(|(k, v)| (map_key(k), to_val(v))).collect();
+            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = m
+                .map
+                .iter()
+                .map(|(k, v)| (map_key(k), to_val_with(v, done)))
+                .collect();
             Box::new(Shared(Arc::new(CelMap::from(entries))))
         }
         Value::List(l) => {
-            let items: Vec<Box<dyn Val>> = l.iter().map(to_val).collect();
+            let items: Vec<Box<dyn Val>> = l.iter().map(|v| to_val_with(v, done)).collect();
             Box::new(Shared(Arc::new(CelList::from(items))))
         }
         // Scalars (and the opaque values facts never hold) convert as the interpreter would.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cel::{Context, Value};
 
-use super::diagnosis::{Class, Subject};
+use super::diagnosis::{Class, Subject, SubjectKind};
 use super::facts::shared::{Converted, Vars, to_vars_with};
 use super::facts::value::to_json;
 use super::facts::{FactBase, cluster_vars, subject_vars};
@@ -229,6 +229,19 @@ pub fn evaluate_until(
         .map_or(1, std::num::NonZero::get)
         .min(entries.len().div_ceil(MIN_SUBJECTS_PER_THREAD))
         .max(1);
+    // Which rules run on each kind of subject: decided once, not per subject.
+    let kind_rules: std::collections::HashMap<SubjectKind, Vec<(usize, &Rule)>> = SubjectKind::ALL
+        .iter()
+        .map(|&kind| {
+            let of_kind = rules
+                .rules
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.subjects.contains(&kind) && filter.runs_rule(&r.id))
+                .collect();
+            (kind, of_kind)
+        })
+        .collect();
     let run = |chunk: &[SubjectEntry<'_>]| {
         let root = root_context(metrics.clone(), &cluster);
         let mut out = Vec::with_capacity(chunk.len());
@@ -239,14 +252,10 @@ pub fn evaluate_until(
                 unjudged.push(entry.subject.kind.as_str());
                 continue;
             }
-            out.push(evaluate_subject(
-                &base,
-                &root,
-                entry,
-                rules,
-                filter,
-                &mut errors,
-            ));
+            let of_kind = kind_rules
+                .get(&entry.subject.kind)
+                .map_or(&[][..], Vec::as_slice);
+            out.push(evaluate_subject(&base, &root, entry, of_kind, &mut errors));
         }
         (out, errors, unjudged)
     };
@@ -296,16 +305,9 @@ fn evaluate_subject(
     base: &FactBase<'_>,
     root: &Context<'static, 'static>,
     entry: &SubjectEntry<'_>,
-    rules: &RuleSet,
-    filter: &Filter,
+    kind_rules: &[(usize, &Rule)],
     errors: &mut Vec<EvalError>,
 ) -> SubjectResult {
-    let kind_rules: Vec<(usize, &Rule)> = rules
-        .rules
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.subjects.contains(&entry.subject.kind) && filter.runs_rule(&r.id))
-        .collect();
     let mut result = SubjectResult {
         subject: entry.subject.clone(),
         related: entry.related.clone(),
@@ -319,7 +321,7 @@ fn evaluate_subject(
         let vars = subject_vars(base, entry);
         let ctx = subject_context(root, &vars, &base.converted);
         let name = entry.subject.to_string();
-        for (i, rule) in kind_rules {
+        for &(i, rule) in kind_rules {
             run_rule(rule, i, &ctx, &name, &mut result, errors);
         }
     }

@@ -359,4 +359,34 @@ mod tests {
             assert!(got == want, "{src}: shared {got:?}, built-in {want:?}");
         }
     }
+
+    /// A container converted beforehand is bound where a tree holds it, and the tree evaluates
+    /// as one converted from scratch; a container equal to it but not the same is converted anew.
+    #[test]
+    fn a_fact_converted_once_is_bound_by_reference_where_it_is_listed() {
+        let fact = Obj::new().i("code", 503).s("path", "/apis/x").build();
+        let twin = Obj::new().i("code", 503).s("path", "/apis/x").build();
+        let done = Converted::of([&fact]);
+        assert!(done.find(&fact).is_some());
+        assert!(done.find(&twin).is_none());
+        let holder = Obj::new()
+            .v("observations", list([fact.clone(), twin]))
+            .v("first", fact)
+            .build();
+        let env = crate::engine::functions::env();
+        for src in [
+            "h.observations.exists(o, o.code >= 500)",
+            "h.observations[0] == h.first && h.observations[1] == h.first",
+            "h.first.path + string(size(h.observations))",
+            "h",
+        ] {
+            let program = env.compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let mut fresh = cel::Context::with_env(env.clone());
+            fresh.add_variable_as_val("h", to_val(&holder));
+            let mut bound = cel::Context::with_env(env.clone());
+            bound.add_variable_as_val("h", to_val_with(&holder, &done));
+            let want = program.execute(&fresh);
+            assert!(program.execute(&bound) == want, "{src}: {want:?}");
+        }
+    }
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use cel::{Context, Value};
 
-use super::diagnosis::{Class, Subject};
-use super::facts::shared::{Vars, to_vars};
+use super::diagnosis::{Class, Subject, SubjectKind};
+use super::facts::shared::{Converted, Vars, to_vars_with};
 use super::facts::value::to_json;
 use super::facts::{FactBase, cluster_vars, subject_vars};
 use super::filter::Filter;
@@ -34,12 +34,14 @@ pub fn root_context(metrics: Arc<MetricsIndex>, cluster: &Vars) -> Context<'stat
 }
 
 /// A subject's scope under a root context.
+/// The containers in `done` (facts shared by many subjects) are bound, not converted again.
 pub fn subject_context<'p>(
     root: &'p Context<'static, 'static>,
     vars: &[(&'static str, Value)],
+    done: &Converted,
 ) -> Context<'p, 'static> {
     let mut ctx = root.new_inner_scope();
-    for (k, v) in to_vars(vars) {
+    for (k, v) in to_vars_with(vars, done) {
         ctx.add_variable_as_val(k, v);
     }
     ctx
@@ -221,12 +223,25 @@ pub fn evaluate_until(
 ) -> Evaluation {
     let base = FactBase::new(bundle);
     let metrics = Arc::new(MetricsIndex::new(&bundle.metrics));
-    let cluster = to_vars(&cluster_vars(&base, settings));
+    let cluster = to_vars_with(&cluster_vars(&base, settings), &base.converted);
     let entries = subjects_with(&base.lookup, &base.probe_targets);
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .min(entries.len().div_ceil(MIN_SUBJECTS_PER_THREAD))
         .max(1);
+    // Which rules run on each kind of subject: decided once, not per subject.
+    let kind_rules: std::collections::HashMap<SubjectKind, Vec<(usize, &Rule)>> = SubjectKind::ALL
+        .iter()
+        .map(|&kind| {
+            let of_kind = rules
+                .rules
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.subjects.contains(&kind) && filter.runs_rule(&r.id))
+                .collect();
+            (kind, of_kind)
+        })
+        .collect();
     let run = |chunk: &[SubjectEntry<'_>]| {
         let root = root_context(metrics.clone(), &cluster);
         let mut out = Vec::with_capacity(chunk.len());
@@ -237,14 +252,10 @@ pub fn evaluate_until(
                 unjudged.push(entry.subject.kind.as_str());
                 continue;
             }
-            out.push(evaluate_subject(
-                &base,
-                &root,
-                entry,
-                rules,
-                filter,
-                &mut errors,
-            ));
+            let of_kind = kind_rules
+                .get(&entry.subject.kind)
+                .map_or(&[][..], Vec::as_slice);
+            out.push(evaluate_subject(&base, &root, entry, of_kind, &mut errors));
         }
         (out, errors, unjudged)
     };
@@ -294,16 +305,9 @@ fn evaluate_subject(
     base: &FactBase<'_>,
     root: &Context<'static, 'static>,
     entry: &SubjectEntry<'_>,
-    rules: &RuleSet,
-    filter: &Filter,
+    kind_rules: &[(usize, &Rule)],
     errors: &mut Vec<EvalError>,
 ) -> SubjectResult {
-    let kind_rules: Vec<(usize, &Rule)> = rules
-        .rules
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.subjects.contains(&entry.subject.kind) && filter.runs_rule(&r.id))
-        .collect();
     let mut result = SubjectResult {
         subject: entry.subject.clone(),
         related: entry.related.clone(),
@@ -315,9 +319,9 @@ fn evaluate_subject(
     };
     if !kind_rules.is_empty() {
         let vars = subject_vars(base, entry);
-        let ctx = subject_context(root, &vars);
+        let ctx = subject_context(root, &vars, &base.converted);
         let name = entry.subject.to_string();
-        for (i, rule) in kind_rules {
+        for &(i, rule) in kind_rules {
             run_rule(rule, i, &ctx, &name, &mut result, errors);
         }
     }

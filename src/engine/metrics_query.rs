@@ -28,9 +28,9 @@ pub enum LabelMatch {
     /// `label != value` (an absent label counts as empty).
     Ne(String, String),
     /// `label` fully matches the regex.
-    Re(String, regex::Regex),
+    Re(String, std::sync::Arc<regex::Regex>),
     /// `label` does not fully match the regex.
-    NotRe(String, regex::Regex),
+    NotRe(String, std::sync::Arc<regex::Regex>),
 }
 
 impl LabelMatch {

@@ -5,9 +5,13 @@
 //! times on a large cluster (a third of `analyze`'s time at the scale benchmark's 2,856 subjects).
 //! Patterns are rule literals in practice; one built from evidence could grow the cache, so it is
 //! emptied when it reaches [`LIMIT`] patterns.
+//!
+//! A compiled pattern is handed out shared (`Arc`), never cloned: a cloned `Regex` starts with an
+//! empty pool of search caches, so every call allocated a new cache (a hot spot of the analysis
+//! threads at 10,000 APIServices). Shared, each thread reuses its cache across calls.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex::Regex;
 
@@ -18,13 +22,13 @@ const LIMIT: usize = 1024;
 ///
 /// # Errors
 /// The regex crate's error for an invalid pattern (not cached).
-pub fn compiled(pattern: &str) -> Result<Regex, regex::Error> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Regex>>> = OnceLock::new();
+pub fn compiled(pattern: &str) -> Result<Arc<Regex>, regex::Error> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Regex>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Mutex::default);
     if let Some(r) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(pattern) {
         return Ok(r.clone());
     }
-    let r = Regex::new(pattern)?;
+    let r = Arc::new(Regex::new(pattern)?);
     let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
     if map.len() >= LIMIT {
         map.clear();

@@ -128,6 +128,9 @@ pub struct FactBase<'b> {
     pub probe_targets: Vec<Option<ObjectRef>>,
     /// One fact per log finding.
     pub log_facts: Vec<Value>,
+    /// The request and log facts converted for the interpreter once, shared by every variable
+    /// that lists them.
+    pub converted: shared::Converted,
     /// The object each log finding concerns: its `target`, else the object its message names.
     pub log_targets: Vec<Option<ObjectRef>>,
     /// Objects by `(namespace, name)`, so that thousands of subjects do not each scan every list.
@@ -345,7 +348,9 @@ impl<'b> FactBase<'b> {
                     .unwrap_or_default();
                 requests::request_fact(&[p], t.as_ref(), &name)
             })
-            .collect();
+            .collect::<Vec<Value>>();
+        let log_facts: Vec<Value> = bundle.log_findings.iter().map(requests::log_fact).collect();
+        let converted = shared::Converted::of(request_facts.iter().chain(&log_facts));
         FactBase {
             bundle,
             at,
@@ -385,7 +390,8 @@ impl<'b> FactBase<'b> {
             request_facts,
             observations_by_target: index_by(probe_targets.iter().map(Option::as_ref)),
             probe_targets,
-            log_facts: bundle.log_findings.iter().map(requests::log_fact).collect(),
+            log_facts,
+            converted,
             index: ObjectIndex::new(bundle),
             traced: timed::by_target(bundle),
             logs_by_target: index_by(log_targets.iter().map(Option::as_ref)),

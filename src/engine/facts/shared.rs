@@ -212,21 +212,81 @@ fn map_key(k: &Key) -> CelMapKey<'static> {
 /// ([`Val::clone_as_boxed`]) shares it.
 pub type Vars = Vec<(&'static str, Box<dyn Val>)>;
 
+/// Facts converted once and found again by identity.
+///
+/// A fact that many variables hold — a probe's request fact is in its subject's `observations`,
+/// in `apiserver.observations` and in the failing-request lists — is one `cel::Value` container
+/// shared by reference count. Converting each holder's tree would convert that fact once per
+/// holder; a container converted here is instead bound again by reference ([`to_val_with`]).
+/// Each entry keeps its source alive, so no other container can take its address meanwhile.
+#[derive(Debug, Default)]
+pub struct Converted(HashMap<usize, (Value, Box<dyn Val>)>);
+
+impl Converted {
+    /// Convert each of `facts` once.
+    pub fn of<'v>(facts: impl IntoIterator<Item = &'v Value>) -> Self {
+        let mut done = Converted::default();
+        for v in facts {
+            if let Some(at) = address(v)
+                && !done.0.contains_key(&at)
+            {
+                let val = to_val_with(v, &done);
+                done.0.insert(at, (v.clone(), val));
+            }
+        }
+        done
+    }
+
+    fn find(&self, v: &Value) -> Option<&(dyn Val + 'static)> {
+        if self.0.is_empty() {
+            return None;
+        }
+        self.0.get(&address(v)?).map(|(_, val)| val.as_ref())
+    }
+}
+
+/// The address of a map's or list's shared container (its identity while it is alive).
+fn address(v: &Value) -> Option<usize> {
+    match v {
+        Value::Map(m) => Some(Arc::as_ptr(&m.map).cast::<u8>() as usize),
+        Value::List(l) => Some(Arc::as_ptr(l).cast::<u8>() as usize),
+        _ => None,
+    }
+}
+
 /// `vars` converted for the interpreter.
 pub fn to_vars(vars: &[(&'static str, Value)]) -> Vars {
-    vars.iter().map(|(k, v)| (*k, to_val(v))).collect()
+    to_vars_with(vars, &Converted::default())
+}
+
+/// `vars` converted for the interpreter, the containers already in `done` shared, not converted.
+pub fn to_vars_with(vars: &[(&'static str, Value)], done: &Converted) -> Vars {
+    vars.iter()
+        .map(|(k, v)| (*k, to_val_with(v, done)))
+        .collect()
 }
 
 /// A fact as the interpreter's value, its maps and lists [`Shared`].
 pub fn to_val(v: &Value) -> Box<dyn Val> {
+    to_val_with(v, &Converted::default())
+}
+
+/// [`to_val`], the containers already in `done` shared, not converted.
+pub fn to_val_with(v: &Value, done: &Converted) -> Box<dyn Val> {
+    if let Some(val) = done.find(v) {
+        return val.clone_as_boxed();
+    }
     match v {
         Value::Map(m) => {
-            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> =
-                m.map.iter().map(|(k, v)| (map_key(k), to_val(v))).collect();
+            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = m
+                .map
+                .iter()
+                .map(|(k, v)| (map_key(k), to_val_with(v, done)))
+                .collect();
             Box::new(Shared(Arc::new(CelMap::from(entries))))
         }
         Value::List(l) => {
-            let items: Vec<Box<dyn Val>> = l.iter().map(to_val).collect();
+            let items: Vec<Box<dyn Val>> = l.iter().map(|v| to_val_with(v, done)).collect();
             Box::new(Shared(Arc::new(CelList::from(items))))
         }
         // Scalars (and the opaque values facts never hold) convert as the interpreter would.
@@ -297,6 +357,36 @@ mod tests {
             let want = program.execute(&built_in);
             let got = program.execute(&shared);
             assert!(got == want, "{src}: shared {got:?}, built-in {want:?}");
+        }
+    }
+
+    /// A container converted beforehand is bound where a tree holds it, and the tree evaluates
+    /// as one converted from scratch; a container equal to it but not the same is converted anew.
+    #[test]
+    fn a_fact_converted_once_is_bound_by_reference_where_it_is_listed() {
+        let fact = Obj::new().i("code", 503).s("path", "/apis/x").build();
+        let twin = Obj::new().i("code", 503).s("path", "/apis/x").build();
+        let done = Converted::of([&fact]);
+        assert!(done.find(&fact).is_some());
+        assert!(done.find(&twin).is_none());
+        let holder = Obj::new()
+            .v("observations", list([fact.clone(), twin]))
+            .v("first", fact)
+            .build();
+        let env = crate::engine::functions::env();
+        for src in [
+            "h.observations.exists(o, o.code >= 500)",
+            "h.observations[0] == h.first && h.observations[1] == h.first",
+            "h.first.path + string(size(h.observations))",
+            "h",
+        ] {
+            let program = env.compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
+            let mut fresh = cel::Context::with_env(env.clone());
+            fresh.add_variable_as_val("h", to_val(&holder));
+            let mut bound = cel::Context::with_env(env.clone());
+            bound.add_variable_as_val("h", to_val_with(&holder, &done));
+            let want = program.execute(&fresh);
+            assert!(program.execute(&bound) == want, "{src}: {want:?}");
         }
     }
 }

@@ -52,7 +52,7 @@ metadata: {name: ignored, namespace: hooks}
     let b = import_dir(tmp.path());
     let w = &b.webhooks[0];
     // admissionregistration v1beta1 defaults: Ignore and 30 s (v1 would be Fail and 10 s).
-    assert_eq!(w.failure_policy, "Ignore");
+    assert_eq!(w.failure_policy, extpath::bundle::FailurePolicy::Ignore);
     assert_eq!(w.effective_timeout_seconds, 30);
     let e = &b.events[0];
     assert_eq!((e.reason.as_str(), e.count), ("BackOff", 7));

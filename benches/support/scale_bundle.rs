@@ -359,8 +359,8 @@ pub fn generate(shape: &Shape) -> Generated {
             },
             timeout_seconds: Some(10),
             effective_timeout_seconds: 10,
-            failure_policy: "Fail".into(),
-            match_policy: "Equivalent".into(),
+            failure_policy: FailurePolicy::Fail,
+            match_policy: MatchPolicy::Equivalent,
             rules: vec![WebhookRule {
                 operations: vec!["CREATE".into()],
                 api_groups: vec!["".into()],

@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::certs::{CertOrigin, CertSource, Certificate};
 use super::objects::*;
 use super::observations::{Event, Gap, GapReason};
+use super::vocab::{FailurePolicy, MatchPolicy, SideEffects, WebhookDefaults};
 use super::{EvidenceBundle, ObjectRef};
 
 fn name_of(meta: &meta::ObjectMeta) -> String {
@@ -345,6 +346,43 @@ fn admission_target(
     }
 }
 
+/// One bundle [`Webhook`] from a `webhooks[]` entry. k8s-openapi gives validating and mutating
+/// webhooks two types whose shared fields have the same names, so this one mapping serves both;
+/// the defaults are admissionregistration v1's ([`WebhookDefaults::V1`]; raw v1beta1 objects have
+/// theirs written out before they reach here).
+macro_rules! webhook_of {
+    ($bundle:expr, $file:expr, $kind:expr, $configuration:expr, $w:expr, $reinvocation:expr) => {{
+        let w = $w;
+        let kind: WebhookKind = $kind;
+        let owner = ObjectRef::cluster(kind.subject_kind(), &w.name);
+        let target = admission_target($bundle, &owner, &w.client_config, $file);
+        let defaults = &WebhookDefaults::V1;
+        Webhook {
+            kind,
+            configuration: $configuration,
+            name: w.name.clone(),
+            target,
+            timeout_seconds: w.timeout_seconds,
+            effective_timeout_seconds: w.timeout_seconds.unwrap_or(defaults.timeout_seconds),
+            failure_policy: w
+                .failure_policy
+                .as_deref()
+                .map_or(defaults.failure_policy.clone(), FailurePolicy::parse),
+            match_policy: w
+                .match_policy
+                .as_deref()
+                .map_or(defaults.match_policy.clone(), MatchPolicy::parse),
+            side_effects: Some(SideEffects::parse(&w.side_effects)),
+            reinvocation_policy: $reinvocation,
+            rules: rules(w.rules.as_ref()),
+            namespace_selector: label_selector(w.namespace_selector.as_ref()),
+            object_selector: label_selector(w.object_selector.as_ref()),
+            match_conditions: w.match_conditions.as_ref().map_or(0, Vec::len),
+            admission_review_versions: w.admission_review_versions.clone(),
+        }
+    }};
+}
+
 /// Every webhook of a ValidatingWebhookConfiguration.
 pub fn add_validating_configuration(
     bundle: &mut EvidenceBundle,
@@ -353,28 +391,15 @@ pub fn add_validating_configuration(
 ) {
     let configuration = name_of(&obj.metadata);
     for w in obj.webhooks.iter().flatten() {
-        let owner = ObjectRef::cluster("ValidatingWebhook", &w.name);
-        let target = admission_target(bundle, &owner, &w.client_config, file);
-        bundle.webhooks.push(Webhook {
-            kind: WebhookKind::Validating,
-            configuration: configuration.clone(),
-            name: w.name.clone(),
-            target,
-            timeout_seconds: w.timeout_seconds,
-            effective_timeout_seconds: w.timeout_seconds.unwrap_or(10),
-            failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
-            match_policy: w
-                .match_policy
-                .clone()
-                .unwrap_or_else(|| "Equivalent".into()),
-            side_effects: Some(w.side_effects.clone()),
-            reinvocation_policy: None,
-            rules: rules(w.rules.as_ref()),
-            namespace_selector: label_selector(w.namespace_selector.as_ref()),
-            object_selector: label_selector(w.object_selector.as_ref()),
-            match_conditions: w.match_conditions.as_ref().map_or(0, Vec::len),
-            admission_review_versions: w.admission_review_versions.clone(),
-        });
+        let hook = webhook_of!(
+            bundle,
+            file,
+            WebhookKind::Validating,
+            configuration.clone(),
+            w,
+            None
+        );
+        bundle.webhooks.push(hook);
     }
 }
 
@@ -386,32 +411,21 @@ pub fn add_mutating_configuration(
 ) {
     let configuration = name_of(&obj.metadata);
     for w in obj.webhooks.iter().flatten() {
-        let owner = ObjectRef::cluster("MutatingWebhook", &w.name);
-        let target = admission_target(bundle, &owner, &w.client_config, file);
-        bundle.webhooks.push(Webhook {
-            kind: WebhookKind::Mutating,
-            configuration: configuration.clone(),
-            name: w.name.clone(),
-            target,
-            timeout_seconds: w.timeout_seconds,
-            effective_timeout_seconds: w.timeout_seconds.unwrap_or(10),
-            failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
-            match_policy: w
-                .match_policy
+        // `reinvocationPolicy` is mutating-only; `Never` is its default.
+        let reinvocation = Some(
+            w.reinvocation_policy
                 .clone()
-                .unwrap_or_else(|| "Equivalent".into()),
-            side_effects: Some(w.side_effects.clone()),
-            reinvocation_policy: Some(
-                w.reinvocation_policy
-                    .clone()
-                    .unwrap_or_else(|| "Never".into()),
-            ),
-            rules: rules(w.rules.as_ref()),
-            namespace_selector: label_selector(w.namespace_selector.as_ref()),
-            object_selector: label_selector(w.object_selector.as_ref()),
-            match_conditions: w.match_conditions.as_ref().map_or(0, Vec::len),
-            admission_review_versions: w.admission_review_versions.clone(),
-        });
+                .unwrap_or_else(|| "Never".into()),
+        );
+        let hook = webhook_of!(
+            bundle,
+            file,
+            WebhookKind::Mutating,
+            configuration.clone(),
+            w,
+            reinvocation
+        );
+        bundle.webhooks.push(hook);
     }
 }
 
@@ -711,7 +725,7 @@ mod tests {
         let w = &b.webhooks[0];
         assert_eq!(w.effective_timeout_seconds, 10);
         assert_eq!(w.timeout_seconds, None);
-        assert_eq!(w.failure_policy, "Fail");
+        assert_eq!(w.failure_policy, FailurePolicy::Fail);
         assert_eq!(w.target.service.as_ref().unwrap().port, Some(443));
         assert_eq!(w.target.server_name().as_deref(), Some("svc.ns.svc"));
     }

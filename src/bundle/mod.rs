@@ -32,6 +32,7 @@ pub mod raw;
 pub mod rbac;
 pub mod to_k8s;
 pub mod trace;
+pub mod vocab;
 pub mod yaml_limits;
 
 use schemars::JsonSchema;
@@ -49,6 +50,7 @@ pub use observations::{
 };
 pub use probes::{Probe, ProbeOrigin, Rung, StatusBody, StatusCause, WatchOutcome};
 pub use rbac::{PolicyRule, RbacBinding, RbacRole, RbacSubject, RoleRef};
+pub use vocab::{FailurePolicy, MatchPolicy, SideEffects, WebhookDefaults};
 
 /// `apiVersion` of every bundle this version of extpath writes and reads.
 pub const API_VERSION: &str = "extpath.dev/v1alpha1";

@@ -445,12 +445,12 @@ pub struct Webhook {
     /// Effective timeout: `timeoutSeconds`, or 10 (the v1 default).
     pub effective_timeout_seconds: i32,
     /// Effective `failurePolicy`: `Fail` (the v1 default) or `Ignore`.
-    pub failure_policy: String,
+    pub failure_policy: super::FailurePolicy,
     /// Effective `matchPolicy` (`Equivalent` by default).
-    pub match_policy: String,
+    pub match_policy: super::MatchPolicy,
     /// `sideEffects`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub side_effects: Option<String>,
+    pub side_effects: Option<super::SideEffects>,
     /// `reinvocationPolicy` (mutating only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reinvocation_policy: Option<String>,

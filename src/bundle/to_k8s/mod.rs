@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use super::objects::*;
 use super::observations::Event;
 use super::rbac::{PolicyRule, RbacBinding, RbacRole};
-use super::{CertSource, EvidenceBundle, ObjectRef};
+use super::{CertSource, EvidenceBundle, ObjectRef, SideEffects};
 
 /// The text of a caBundle whose certificates the bundle kept without their PEM. It is not a PEM
 /// certificate, so a reader finds the field set and no certificate in it.
@@ -286,12 +286,12 @@ fn webhook(bundle: &EvidenceBundle, w: &Webhook) -> Value {
             "resources": r.resources,
             "scope": r.scope,
         })).collect::<Vec<_>>(),
-        "failurePolicy": non_empty(&w.failure_policy),
-        "matchPolicy": non_empty(&w.match_policy),
+        "failurePolicy": non_empty(w.failure_policy.as_str()),
+        "matchPolicy": non_empty(w.match_policy.as_str()),
         "namespaceSelector": label_selector(&w.namespace_selector),
         "objectSelector": label_selector(&w.object_selector),
         // Required by the API: an unrecorded value is written empty.
-        "sideEffects": w.side_effects.clone().unwrap_or_default(),
+        "sideEffects": w.side_effects.as_ref().map_or("", SideEffects::as_str),
         "timeoutSeconds": w.timeout_seconds,
         "admissionReviewVersions": w.admission_review_versions,
         "reinvocationPolicy": match w.kind {

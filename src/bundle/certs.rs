@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ObjectRef;
+use super::{Kind, ObjectRef};
 
 /// Where a certificate was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -209,17 +209,17 @@ pub fn verify_served_chains(bundle: &mut super::EvidenceBundle) {
 
 /// The host name a client of `owner`'s backend verifies.
 pub fn expected_server_name(bundle: &super::EvidenceBundle, owner: &ObjectRef) -> Option<String> {
-    match owner.kind.as_str() {
-        "APIService" => bundle
+    match owner.kind {
+        Kind::ApiService => bundle
             .api_service(&owner.name)
             .and_then(|a| a.service.as_ref())
             .map(|s| s.server_name()),
-        "ValidatingWebhook" | "MutatingWebhook" => bundle
+        Kind::ValidatingWebhook | Kind::MutatingWebhook => bundle
             .webhooks
             .iter()
-            .find(|w| w.name == owner.name && w.kind.subject_kind() == owner.kind)
+            .find(|w| w.name == owner.name && w.kind.object_kind() == owner.kind)
             .and_then(|w| w.target.server_name()),
-        "CustomResourceDefinition" => bundle
+        Kind::CustomResourceDefinition => bundle
             .crds
             .iter()
             .find(|c| c.name == owner.name)

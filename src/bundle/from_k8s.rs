@@ -20,7 +20,7 @@ use super::certs::{CertOrigin, CertSource, Certificate};
 use super::objects::*;
 use super::observations::{Event, Gap, GapReason};
 use super::vocab::{FailurePolicy, MatchPolicy, SideEffects, WebhookDefaults};
-use super::{EvidenceBundle, ObjectRef};
+use super::{EvidenceBundle, Kind, ObjectRef};
 
 fn name_of(meta: &meta::ObjectMeta) -> String {
     meta.name.clone().unwrap_or_default()
@@ -86,7 +86,7 @@ pub fn add_ca_bundle(
 pub fn add_api_service(bundle: &mut EvidenceBundle, obj: &apireg::APIService, file: Option<&str>) {
     let name = name_of(&obj.metadata);
     let spec = obj.spec.clone().unwrap_or_default();
-    let owner = ObjectRef::cluster("APIService", &name);
+    let owner = ObjectRef::cluster(Kind::ApiService, &name);
     let ca = spec
         .ca_bundle
         .as_ref()
@@ -162,7 +162,7 @@ pub fn add_service(bundle: &mut EvidenceBundle, obj: &core::Service) {
 
 fn target_ref(r: &core::ObjectReference) -> TargetRef {
     TargetRef {
-        kind: r.kind.clone().unwrap_or_default(),
+        kind: Kind::parse(r.kind.as_deref().unwrap_or_default()),
         namespace: r.namespace.clone(),
         name: r.name.clone().unwrap_or_default(),
     }
@@ -354,7 +354,7 @@ macro_rules! webhook_of {
     ($bundle:expr, $file:expr, $kind:expr, $configuration:expr, $w:expr, $reinvocation:expr) => {{
         let w = $w;
         let kind: WebhookKind = $kind;
-        let owner = ObjectRef::cluster(kind.subject_kind(), &w.name);
+        let owner = ObjectRef::cluster(kind.object_kind(), &w.name);
         let target = admission_target($bundle, &owner, &w.client_config, $file);
         let defaults = &WebhookDefaults::V1;
         Webhook {
@@ -436,7 +436,7 @@ pub fn add_crd(
     file: Option<&str>,
 ) {
     let name = name_of(&obj.metadata);
-    let owner = ObjectRef::cluster("CustomResourceDefinition", &name);
+    let owner = ObjectRef::cluster(Kind::CustomResourceDefinition, &name);
     let spec = &obj.spec;
     let conversion = match &spec.conversion {
         Some(c) => {
@@ -522,7 +522,7 @@ pub fn event(obj: &core::Event) -> Event {
     let inv = &obj.involved_object;
     Event {
         involved: ObjectRef {
-            kind: inv.kind.clone().unwrap_or_default(),
+            kind: Kind::parse(inv.kind.as_deref().unwrap_or_default()),
             name: inv.name.clone().unwrap_or_default(),
             namespace: inv.namespace.clone(),
         },

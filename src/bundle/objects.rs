@@ -138,11 +138,11 @@ pub struct Service {
 }
 
 /// A reference from an endpoint address to the object behind it (usually a Pod).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetRef {
     /// Usually `Pod`.
-    pub kind: String,
+    pub kind: super::Kind,
     /// Namespace of the target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
@@ -293,11 +293,12 @@ pub enum WebhookKind {
 }
 
 impl WebhookKind {
-    /// The subject kind of a webhook of this kind: `ValidatingWebhook` or `MutatingWebhook`.
-    pub fn subject_kind(self) -> &'static str {
+    /// The kind a reference to one webhook of this kind carries: `ValidatingWebhook` or
+    /// `MutatingWebhook`.
+    pub fn object_kind(self) -> super::Kind {
         match self {
-            WebhookKind::Validating => "ValidatingWebhook",
-            WebhookKind::Mutating => "MutatingWebhook",
+            WebhookKind::Validating => super::Kind::ValidatingWebhook,
+            WebhookKind::Mutating => super::Kind::MutatingWebhook,
         }
     }
     /// The kind of the configuration object that holds it.

@@ -101,6 +101,37 @@ macro_rules! string_enum {
 }
 
 string_enum! {
+    /// The kind of the object an [`super::ObjectRef`] names. Webhooks are named one by one (a
+    /// `webhooks[]` entry, not its configuration), so their kinds are the engine's subject kinds;
+    /// the rest are the Kubernetes kinds evidence points at. Not every kind is judged: the engine
+    /// maps the ones it judges onto its own `SubjectKind`, and an event's `involvedObject` may be
+    /// of any kind (`Other`).
+    pub enum Kind {
+        /// An APIService.
+        ApiService = "APIService",
+        /// One validating webhook, by its `webhooks[].name`.
+        ValidatingWebhook = "ValidatingWebhook",
+        /// One mutating webhook, by its `webhooks[].name`.
+        MutatingWebhook = "MutatingWebhook",
+        /// A webhook named by evidence (a log line, an error text) that the bundle's configurations
+        /// do not hold, so whether it validates or mutates is not known.
+        Webhook = "Webhook",
+        /// A CustomResourceDefinition.
+        CustomResourceDefinition = "CustomResourceDefinition",
+        /// An APF FlowSchema.
+        FlowSchema = "FlowSchema",
+        /// A Service.
+        Service = "Service",
+        /// A Pod (an endpoint's target).
+        Pod = "Pod",
+        /// A ConfigMap (one holding a CA bundle).
+        ConfigMap = "ConfigMap",
+        /// A Deployment.
+        Deployment = "Deployment",
+    }
+}
+
+string_enum! {
     /// A webhook's `failurePolicy`: what the API server does when calling it fails.
     pub enum FailurePolicy {
         /// The request fails.
@@ -201,6 +232,22 @@ mod tests {
             FailurePolicy::parse("fail"),
             FailurePolicy::Other("fail".into())
         );
+    }
+
+    #[test]
+    fn kinds_load_as_written_whatever_they_are() {
+        let r: crate::bundle::ObjectRef =
+            serde_json::from_str(r#"{"kind":"APIService","name":"v1.a"}"#).unwrap();
+        assert_eq!(r.kind, Kind::ApiService);
+        // An event's involvedObject may be of any kind: kept, and written back unchanged.
+        let r: crate::bundle::ObjectRef =
+            serde_json::from_str(r#"{"kind":"StatefulSet","name":"db","namespace":"x"}"#).unwrap();
+        assert_eq!(r.kind, Kind::Other("StatefulSet".into()));
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"kind":"StatefulSet","name":"db","namespace":"x"}"#
+        );
+        assert_eq!(r.to_string(), "StatefulSet/x/db");
     }
 
     #[test]

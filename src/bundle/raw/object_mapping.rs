@@ -14,7 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
 use serde_json::{Value, json};
 
-use crate::bundle::{EvidenceBundle, ObjectRef, WebhookDefaults, from_k8s, rbac};
+use crate::bundle::{EvidenceBundle, Kind, ObjectRef, WebhookDefaults, from_k8s, rbac};
 
 use super::state::CaTrust;
 
@@ -178,7 +178,10 @@ fn record_api_service_trust(trusts: &mut Vec<CaTrust>, o: &apireg::APIService) {
         return;
     }
     trusts.push(CaTrust {
-        owner: ObjectRef::cluster("APIService", o.metadata.name.as_deref().unwrap_or_default()),
+        owner: ObjectRef::cluster(
+            Kind::ApiService,
+            o.metadata.name.as_deref().unwrap_or_default(),
+        ),
         server_name: match (&svc.name, &svc.namespace) {
             (Some(n), Some(ns)) => Some(format!("{n}.{ns}.svc")),
             _ => None,
@@ -199,7 +202,7 @@ fn record_webhook_trusts(
         .iter()
         .map(|w| {
             (
-                ObjectRef::cluster(w.kind.subject_kind(), &w.name),
+                ObjectRef::cluster(w.kind.object_kind(), &w.name),
                 w.target.server_name(),
             )
         })
@@ -240,7 +243,7 @@ fn record_crd_trust(
         .and_then(|w| w.server_name());
     trusts.push(CaTrust {
         owner: ObjectRef::cluster(
-            "CustomResourceDefinition",
+            Kind::CustomResourceDefinition,
             o.metadata.name.as_deref().unwrap_or_default(),
         ),
         server_name,

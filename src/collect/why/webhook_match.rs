@@ -109,7 +109,7 @@ fn rule_matches(w: &Webhook, a: &AdmissionRequest<'_>) -> Option<String> {
 /// Whether the API server calls webhook `w` for write `a`.
 pub fn match_webhook(w: &Webhook, a: &AdmissionRequest<'_>) -> WebhookMatch {
     let out = |decision: Decision, reason: String| WebhookMatch {
-        kind: w.kind.subject_kind().to_string(),
+        kind: w.kind.object_kind(),
         name: w.name.clone(),
         configuration: w.configuration.clone(),
         decision,

@@ -11,7 +11,7 @@ use cel::Value;
 use super::FactBase;
 use super::value::{Obj, list, string_map, strings};
 use crate::bundle::certs::CertSource;
-use crate::bundle::{Certificate, ObjectRef, Service, ServiceRef};
+use crate::bundle::{Certificate, Kind, ObjectRef, Service, ServiceRef};
 
 fn service_type(s: &Service) -> &str {
     if s.type_.is_empty() {
@@ -128,7 +128,7 @@ fn legacy_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) 
     for s in &e.subsets {
         for a in s.ready.iter().chain(&s.not_ready) {
             if let Some(t) = &a.target_ref
-                && t.kind == "Pod"
+                && t.kind == Kind::Pod
             {
                 pods.push((
                     t.namespace.clone().unwrap_or_else(|| ns.into()),
@@ -181,7 +181,7 @@ fn slice_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -
                 }
             }
             if let Some(t) = &e.target_ref
-                && t.kind == "Pod"
+                && t.kind == Kind::Pod
             {
                 c.pods.push((
                     t.namespace.clone().unwrap_or_else(|| ns.into()),
@@ -361,7 +361,7 @@ pub fn tls_fact(
         Some(o) => base
             .index
             .certs
-            .get(&(o.kind.as_str(), o.name.as_str()))
+            .get(&(&o.kind, o.name.as_str()))
             .cloned()
             .unwrap_or_default(),
         None => Vec::new(),

@@ -205,9 +205,9 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Value) -> Value {
         .s(
             "kind",
             if w.is_some() {
-                x.kind.subject_kind()
+                x.kind.object_kind().to_string()
             } else {
-                ""
+                String::new()
             },
         )
         .s(

@@ -2,8 +2,8 @@
 //!
 //! Each type here is filled from a typed Kubernetes object by [`super::from_k8s`] (live collection and
 //! raw import share that mapping). Defaults that the API server applies (webhook `timeoutSeconds` 10,
-//! `failurePolicy` Fail) are recorded as the *effective* value, with the raw field kept beside it, so a
-//! rule never has to know an API default.
+//! `failurePolicy` Fail; the table is [`super::vocab::WebhookDefaults`]) are recorded as the
+//! *effective* value, with the raw field kept beside it, so a rule never has to know an API default.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -297,7 +297,7 @@ fn replay_serve_removes_its_admin_kubeconfig_when_stopped() {
 /// probe's user.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collection_sends_what_the_caveats_say() {
-    use crate::collect::{Files, run, start};
+    use crate::util::{Files, run, start};
     for (scenario, extra) in [
         ("healthy", vec![]),
         (
@@ -365,7 +365,7 @@ async fn a_collection_sends_what_the_caveats_say() {
 /// `-v` levels are distinct: 1 adds step times, 2 a line per request, 3 the headers of each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_verbosity_level_adds_what_its_help_says() {
-    use crate::collect::{Files, run, start};
+    use crate::util::{Files, run, start};
     let server = start("healthy").await;
     let f = Files::new();
     let kc = f.write(
@@ -414,7 +414,7 @@ async fn each_verbosity_level_adds_what_its_help_says() {
 /// `version` names the server's version when it answers, and says why not when it does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn version_names_the_server_when_it_can() {
-    use crate::collect::{Files, run, start};
+    use crate::util::{Files, run, start};
     let server = start("healthy").await;
     let f = Files::new();
     let kc = f.write(

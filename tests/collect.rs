@@ -6,133 +6,19 @@
 //! waits on a clock to see a server come up.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use extpath::refserver::{ClientAuth, RefServer, RunningServer, StartOptions, scenario};
+use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::Value;
 
-use crate::util::{extpath, repo};
-
-pub(crate) async fn start(name: &str) -> RunningServer {
-    let path = repo()
-        .join("fixtures/scenarios")
-        .join(format!("{name}.yaml"));
-    let s = scenario::load(&path).unwrap();
-    RefServer::start(s, StartOptions::default()).await.unwrap()
-}
-
-pub(crate) async fn start_text(text: &str) -> RunningServer {
-    let s = scenario::load_str(text, "inline.yaml").unwrap();
-    RefServer::start(s, StartOptions::default()).await.unwrap()
-}
-
-pub(crate) struct Files {
-    dir: tempfile::TempDir,
-}
-
-impl Files {
-    pub(crate) fn new() -> Self {
-        Files {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-    pub(crate) fn path(&self) -> &Path {
-        self.dir.path()
-    }
-}
-
-pub(crate) struct Run {
-    pub(crate) code: i32,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-}
-
-impl Run {
-    pub(crate) fn bundle(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("not a JSON bundle ({e}); stderr: {}", self.stderr))
-    }
-}
-
-/// Run the binary in an empty HOME with no KUBECONFIG unless given.
-pub(crate) fn run(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = extpath();
-    cmd.env_remove("KUBECONFIG")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("https_proxy")
-        .env_remove("NO_PROXY")
-        .env_remove("no_proxy")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("KUBERNETES_SERVICE_PORT")
-        .env("HOME", home)
-        .args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Run `kubectl-extpath SUBCOMMAND ARGS…` off the async runtime (the reference server and the
-/// test's writers keep running meanwhile); the run and its wall time.
-pub(crate) async fn extpath_run(
-    f: &Files,
-    subcommand: &str,
-    args: Vec<String>,
-) -> (Run, std::time::Duration) {
-    let home = f.path().to_path_buf();
-    let subcommand = subcommand.to_string();
-    tokio::task::spawn_blocking(move || {
-        let started = std::time::Instant::now();
-        let mut all = vec![subcommand.as_str()];
-        all.extend(args.iter().map(String::as_str));
-        let r = run(&home, &all, &[]);
-        (r, started.elapsed())
-    })
-    .await
-    .unwrap()
-}
+use crate::util::{Files, gaps, gaps_beyond_etcd, run, shipped_cluster_role, start, start_text};
 
 fn backend(server: &RunningServer, svc_ns: &str, backend: &str) -> String {
     format!(
         "{svc_ns}=127.0.0.1:{}",
         server.backend_port(backend).expect("backend port")
     )
-}
-
-/// The gaps besides the two every collection without `--etcd-metrics-url` records (etcd's own
-/// health and alarms not checked).
-pub(crate) fn gaps_beyond_etcd(b: &Value) -> Vec<(String, String)> {
-    gaps(b)
-        .into_iter()
-        .filter(|(s, r)| !(s.starts_with("health/etcd") && r == "not_supplied"))
-        .collect()
-}
-
-pub(crate) fn gaps(b: &Value) -> Vec<(String, String)> {
-    b["gaps"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .map(|g| {
-            (
-                g["source"].as_str().unwrap_or_default().to_string(),
-                g["reason"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
 }
 
 fn probes<'a>(b: &'a Value, rung: &str) -> Vec<&'a Value> {
@@ -405,16 +291,6 @@ users:
 objects:
   - {apiVersion: v1, kind: Namespace, metadata: {name: team-a}}
 "#;
-
-/// The ClusterRole of deploy/rbac.yaml, as the reference server's allow rules.
-/// The ClusterRole shipped in deploy/rbac.yaml.
-pub(crate) fn shipped_cluster_role() -> Value {
-    let text = std::fs::read_to_string(repo().join("deploy/rbac.yaml")).unwrap();
-    text.split("\n---")
-        .map(|doc| serde_saphyr::from_str::<Value>(doc).unwrap())
-        .find(|d| d["kind"] == "ClusterRole")
-        .expect("deploy/rbac.yaml has a ClusterRole")
-}
 
 fn shipped_cluster_role_rules() -> String {
     serde_json::to_string(&shipped_cluster_role()["rules"]).unwrap()

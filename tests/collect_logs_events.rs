@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use super::collect::{Files, gaps, run, start, start_text};
 use crate::util::repo;
+use crate::util::{Files, gaps, run, start, start_text};
 
 fn collect(server: &extpath::refserver::RunningServer, f: &Files, extra: &[&str]) -> Value {
     let url = server.url();
@@ -93,7 +93,7 @@ async fn pod_logs_attach_the_extension_servers_errors_to_its_apiservice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pod_log_the_collector_may_not_read_is_a_gap() {
     // The shipped least-privilege role does not grant pods/log.
-    let role = crate::collect::shipped_cluster_role();
+    let role = crate::util::shipped_cluster_role();
     let scenario = std::fs::read_to_string(
         repo().join("fixtures/scenarios/auth-backend-403-delegated-authz.yaml"),
     )

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use extpath::collect::backends::BY_NAME_LIMIT;
 use serde_json::Value;
 
-use crate::collect::{Files, extpath_run, gaps, start_text};
+use crate::util::{Files, extpath_run, gaps, start_text};
 
 const APISERVICES: usize = BY_NAME_LIMIT + 10;
 

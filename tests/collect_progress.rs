@@ -6,7 +6,7 @@ use std::process::Command;
 
 use extpath::refserver::ClientAuth;
 
-use crate::collect::{Files, start};
+use crate::util::{Files, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bar_is_drawn_on_a_terminal_only_and_v1_times_the_steps() {

@@ -15,8 +15,8 @@ use extpath::refserver::scenario::{self, Rule, UserSpec};
 use extpath::refserver::{RefServer, RunningServer, StartOptions};
 use serde_json::Value;
 
-use super::collect::{Files, gaps, run, shipped_cluster_role};
 use super::util::repo;
+use crate::util::{Files, gaps, run, shipped_cluster_role};
 
 async fn start_with_users(name: &str) -> RunningServer {
     let path = repo().join(format!("fixtures/scenarios/{name}.yaml"));

@@ -6,8 +6,8 @@ use extpath::report::reference::{BUNDLE_EXAMPLE, UPDATE_COMMAND, generated_docs}
 use extpath::report::{Format, RenderOptions, render};
 use serde_json::Value;
 
-use super::report_cases as cases;
 use super::util::repo;
+use crate::util::report_cases as cases;
 
 #[test]
 fn generated_docs_are_up_to_date() {

@@ -1,14 +1,14 @@
 //! The real captures (`fixtures/raw/`, copies of ../shared/captures) and the incident folders
 //! (`fixtures/incidents/`): every case imported from its raw files and analysed with the bundled
 //! rules must be classified right, scored by
-//! [`super::captures::score`] exactly as `../shared/tools/check-captures` scores the CLI's
+//! [`crate::util::captures::score`] exactly as `../shared/tools/check-captures` scores the CLI's
 //! `-o json`.
 
 use extpath::engine::RuleSet;
 use serde_json::Value;
 
-use super::captures::{analyse, cases_in, incidents_dir, raw_dir, score};
 use super::util::repo;
+use crate::util::captures::{analyse, cases_in, incidents_dir, raw_dir, score};
 
 /// Cases not yet classified right. The list only ever shrinks; it is empty.
 const KNOWN_MISSES: &[&str] = &[];

@@ -13,8 +13,8 @@ use extpath::pki::generate::{LeafSpec, TestCa, Validity};
 use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::{Value, json};
 
-use crate::collect::{Files, extpath_run, gaps, start_text};
-use crate::daemons::{Daemon, dir, free_ports, write};
+use crate::util::daemons::{Daemon, dir, free_ports, write};
+use crate::util::{Files, extpath_run, gaps, start_text};
 
 /// The API server whose etcd the test's etcd plays: nothing extended, so every gap and every
 /// unhealthy check in a bundle is etcd's.

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::Value;
 
-use crate::collect::{Files, start_text};
-use crate::daemons::dir;
 use crate::prometheus::Prometheus;
+use crate::util::daemons::dir;
 use crate::util::repo;
+use crate::util::{Files, start_text};
 
 /// The exporter as a child process; killed on drop.
 struct Exporter {
@@ -279,7 +279,7 @@ async fn exporter_serves_metrics_promtool_accepts_and_the_diagnosis_scan_prints(
         "json".into(),
     ];
     scan_args.extend(backends.iter().cloned());
-    let scanned = crate::collect::run(f.path(), &strs(&scan_args), &[]);
+    let scanned = crate::util::run(f.path(), &strs(&scan_args), &[]);
     let scanned: Value = serde_json::from_str(&scanned.stdout).unwrap();
     let outline = |d: &Value| -> Vec<(Value, Value, Value)> {
         d["verdicts"]
@@ -428,7 +428,7 @@ scrape_configs:
     )
     .await;
     // The rule label is what the alerts tell people to explain.
-    let explained = crate::collect::run(f.path(), &["explain", &rule], &[]);
+    let explained = crate::util::run(f.path(), &["explain", &rule], &[]);
     assert_eq!(explained.code, 0, "{}", explained.stderr);
 
     // Back again: the next scan finds it healthy and the series is gone (stale) in Prometheus.
@@ -499,7 +499,7 @@ fn shipped_alerts_pass_promtool_check_and_unit_tests() {
         "aggregation-tls-cert-expiring",
         "admission-webhook-cert-expiring",
     ] {
-        let r = crate::collect::run(f.path(), &["explain", word], &[]);
+        let r = crate::util::run(f.path(), &["explain", word], &[]);
         assert_eq!(r.code, 0, "explain {word}: {}", r.stderr);
     }
     // The PrometheusRule carries the same groups.
@@ -648,10 +648,10 @@ async fn deploy_manifests_are_valid_for_kubectl_and_the_api_types() {
 #[test]
 fn an_exporter_that_can_never_connect_exits_2_with_the_reason() {
     let f = Files::new();
-    let r = crate::collect::run(f.path(), &["serve", "--listen", "127.0.0.1:0"], &[]);
+    let r = crate::util::run(f.path(), &["serve", "--listen", "127.0.0.1:0"], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("no kubeconfig found"), "{}", r.stderr);
-    let r = crate::collect::run(f.path(), &["serve", "--listen", "nowhere"], &[]);
+    let r = crate::util::run(f.path(), &["serve", "--listen", "nowhere"], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--listen \"nowhere\""), "{}", r.stderr);
 }

@@ -9,7 +9,7 @@
 use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::{Value, json};
 
-use crate::collect::{Files, extpath_run, start, start_text};
+use crate::util::{Files, extpath_run, start, start_text};
 
 /// The three clusters, and a kubeconfig naming them `broken`, `forbidden` and `healthy` (current:
 /// `healthy`).
@@ -70,7 +70,7 @@ impl Fleet {
 
     /// `SUBCOMMAND --kubeconfig K --window 0 …ARGS`, with the healthy cluster's backends reachable
     /// (the broken cluster has no Service of that name, so the addresses cannot mislead it).
-    async fn run(&self, subcommand: &str, args: &[&str]) -> crate::collect::Run {
+    async fn run(&self, subcommand: &str, args: &[&str]) -> crate::util::Run {
         let mut all: Vec<String> = vec![
             "--kubeconfig".into(),
             self.kubeconfig(),

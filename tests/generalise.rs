@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use extpath::engine::RuleSet;
 use serde_json::Value;
 
-use super::captures::{analyse, cases, cases_in, incidents_dir, raw_dir, score};
+use crate::util::captures::{analyse, cases, cases_in, incidents_dir, raw_dir, score};
 use renamer::Renamer;
 
 /// Cases whose verdicts still depend on a name, each with the reason. The list only ever shrinks.

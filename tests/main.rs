@@ -1,10 +1,9 @@
 //! The one integration test binary (one link step keeps `cargo test` fast on 2 cores).
-//! Each area of the tool has its own module.
+//! Each area of the tool has its own module; the shared helpers are in `util/` (no tests there).
 
 mod util;
 
 mod bundle_load;
-mod captures;
 mod cli_habits;
 mod cli_transcripts;
 mod collect;
@@ -12,7 +11,6 @@ mod collect_logs_events;
 mod collect_many;
 mod collect_progress;
 mod completions;
-mod daemons;
 mod delegation;
 mod docs;
 mod engine_captures;
@@ -24,7 +22,6 @@ mod exporter;
 mod fleet;
 mod fuzz_regressions;
 mod generalise;
-mod hostile_server;
 mod krew;
 mod prometheus;
 mod promtext;
@@ -42,7 +39,6 @@ mod replay;
 mod replay_recorded;
 mod replay_recorded_cli;
 mod report;
-mod report_cases;
 mod report_junit;
 mod report_waivers;
 mod scale;

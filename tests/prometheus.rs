@@ -28,9 +28,9 @@ use std::time::Duration;
 use extpath::refserver::{ClientAuth, RunningServer};
 use serde_json::Value;
 
-use crate::collect::{Files, extpath_run, gaps, start_text};
-use crate::daemons::{Daemon, dir, free_ports, write};
+use crate::util::daemons::{Daemon, dir, free_ports, write};
 use crate::util::repo;
+use crate::util::{Files, extpath_run, gaps, start_text};
 
 /// Relative agreement of rates between direct scraping and Prometheus (see the module doc).
 const RELATIVE: f64 = 0.10;
@@ -369,7 +369,7 @@ async fn prometheus_gives_the_families_and_rates_of_a_direct_window() {
     assert!(took < Duration::from_secs(5), "took {took:?}");
     let from_prom = from_prom.bundle();
     assert!(
-        crate::collect::gaps_beyond_etcd(&from_prom).is_empty(),
+        crate::util::gaps_beyond_etcd(&from_prom).is_empty(),
         "{:?}",
         gaps(&from_prom)
     );
@@ -483,7 +483,7 @@ async fn prometheus_gives_the_families_and_rates_of_a_direct_window() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let b = r.bundle();
     assert_eq!(
-        crate::collect::gaps_beyond_etcd(&b),
+        crate::util::gaps_beyond_etcd(&b),
         [("metrics/apiserver".to_string(), "not_served".to_string())]
     );
     assert!(
@@ -517,7 +517,7 @@ fn the_promql_reference_in_the_docs_is_current() {
     let text = std::fs::read_to_string(&path).unwrap();
     let (head, rest) = text.split_once(BEGIN).expect("the BEGIN marker");
     let (_, tail) = rest.split_once(END).expect("the END marker");
-    let generated = extpath::collect::prometheus::families::reference();
+    let generated = extpath::collect::metrics::prometheus::families::reference();
     let expected = format!("{head}{BEGIN}\n{generated}\n{END}{tail}");
     if std::env::var_os("UPDATE_DOCS").is_some() {
         std::fs::write(&path, &expected).unwrap();
@@ -552,7 +552,7 @@ async fn an_unreachable_prometheus_is_a_gap_per_target() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let b = r.bundle();
     assert_eq!(
-        crate::collect::gaps_beyond_etcd(&b),
+        crate::util::gaps_beyond_etcd(&b),
         [
             ("metrics/apiserver".to_string(), "unreachable".to_string()),
             ("metrics/etcd".into(), "unreachable".into()),

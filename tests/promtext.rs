@@ -4,7 +4,6 @@
 
 mod differential;
 mod proptests;
-mod random_exposition;
 mod real_dumps;
 mod streaming;
 

@@ -861,7 +861,7 @@ fn promtool_accepts(text: &str) {
 async fn a_backend_stops_and_starts_again_on_its_port() {
     let text = std::fs::read_to_string(crate::util::repo().join("fixtures/scenarios/healthy.yaml"))
         .unwrap();
-    let mut server = crate::collect::start_text(&text).await;
+    let mut server = crate::util::start_text(&text).await;
     let port = server.backend_port("wardle").unwrap();
     let available = async |server: &extpath::refserver::RunningServer| {
         server.sync_availability().await;

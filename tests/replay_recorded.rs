@@ -87,7 +87,7 @@ async fn replay(recording: &EvidenceBundle) -> EvidenceBundle {
         }),
         ..CollectOptions::default()
     };
-    let mut collected = extpath::cli::beside::collect_beside(&server, opts)
+    let mut collected = extpath::cli::collect_refserver::collect_from_refserver(&server, opts)
         .await
         .unwrap();
     server.shutdown().await;

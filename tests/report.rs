@@ -6,7 +6,7 @@
 use extpath::engine::diagnosis::{Class, Diagnosis, Severity};
 use extpath::report::{Format, RenderOptions, display_order, render};
 
-use super::report_cases as cases;
+use crate::util::report_cases as cases;
 
 fn rendered(d: &Diagnosis, format: Format, opts: &RenderOptions) -> String {
     let mut out = Vec::new();

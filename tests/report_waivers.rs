@@ -6,7 +6,7 @@ use extpath::engine::gate::{exceeds, worst};
 use extpath::engine::waivers::{WaiverError, apply_waivers, load_waivers, parse_waivers};
 use jiff::civil::date;
 
-use super::report_cases as cases;
+use crate::util::report_cases as cases;
 
 const HEADER: &str = "apiVersion: extpath.dev/v1alpha1\nkind: Waivers\nwaivers:\n";
 

@@ -14,8 +14,8 @@ use extpath::engine::{
     Class, Deadline, Filter, RuleSet, Settings, Severity, analyze, analyze_until,
 };
 
-use crate::collect::{Files, extpath_run, gaps, start_text};
 use crate::util::extpath;
+use crate::util::{Files, extpath_run, gaps, start_text};
 
 #[test]
 fn bundles_the_tool_writes_load_back_at_10k_apiservices() {

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::collect::{Files, extpath_run, gaps, start_text};
-use crate::hostile_server::{HostileServer, Mode, StalledTls};
+use crate::util::hostile_server::{HostileServer, Mode, StalledTls};
 use crate::util::repo;
+use crate::util::{Files, extpath_run, gaps, start_text};
 
 /// The shipped ClusterRole's rules without `/metrics`.
 fn rules_without_metrics() -> Value {
-    let mut rules = crate::collect::shipped_cluster_role()["rules"].clone();
+    let mut rules = crate::util::shipped_cluster_role()["rules"].clone();
     for r in rules.as_array_mut().unwrap() {
         if let Some(urls) = r.get_mut("nonResourceURLs").and_then(Value::as_array_mut) {
             urls.retain(|u| u != "/metrics");
@@ -147,7 +147,7 @@ async fn a_hostile_cluster_neither_holds_the_scan_nor_costs_the_other_evidence()
 }
 
 // ---------------------------------------------------------------------------------------------
-// One misbehaviour at a time (tests/hostile_server.rs): the real binary, as a child, pointed at a
+// One misbehaviour at a time (tests/util/hostile_server.rs): the real binary, as a child, pointed at a
 // server that answers like a small healthy cluster except on one path. Each scan ends within its
 // `--timeout` plus 2 s, stays under a memory bound read from the child's `VmHWM`, names the path
 // that misbehaved as a gap, and keeps what the rest of the server said.

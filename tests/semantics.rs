@@ -419,7 +419,7 @@ fn x509_host_names_match_like_go_in_every_verifier() {
     for c in &cases {
         assert!(!c.source.is_empty(), "{}: no source", c.name);
         let direct = x509_host::verify_hostname(&c.dns, &c.ips, &c.host);
-        let engine = extpath::engine::facts::backend::covers(&c.dns, &c.ips, &c.host);
+        let engine = extpath::engine::facts::tls::covers(&c.dns, &c.ips, &c.host);
         let leaf = ca
             .issue(&LeafSpec {
                 common_name: "semantics-leaf".into(),

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use extpath::refserver::{ClientAuth, RefServer, RunningServer, scenario};
 use serde_json::Value;
 
-use crate::collect::{Files, Run, extpath_run, start};
 use crate::util::repo;
+use crate::util::{Files, Run, extpath_run, start};
 
 /// Run `why ARGS…` against `server` as its admin (kubeconfig with the admin token).
 async fn why(server: &RunningServer, args: &[&str]) -> (Run, Duration) {

@@ -120,6 +120,8 @@ pub fn add_api_service(bundle: &mut EvidenceBundle, obj: &apireg::APIService, fi
         service: spec.service.map(|s| ServiceRef {
             namespace: s.namespace.unwrap_or_default(),
             name: s.name.unwrap_or_default(),
+            // apiregistration/v1 ServiceReference: port "defaults to 443 for backward
+            // compatibility".
             port: Some(s.port.unwrap_or(443)),
             path: None,
         }),
@@ -137,6 +139,8 @@ pub fn add_service(bundle: &mut EvidenceBundle, obj: &core::Service) {
     bundle.services.push(Service {
         namespace: ns_of(&obj.metadata),
         name: name_of(&obj.metadata),
+        // The API server defaults an absent type to ClusterIP. It matters: kube-aggregator checks
+        // the port and endpoints of ClusterIP Services only (available_controller.go).
         type_: spec.type_.unwrap_or_else(|| "ClusterIP".to_string()),
         cluster_ip: spec.cluster_ip,
         external_name: spec.external_name,
@@ -338,6 +342,7 @@ fn admission_target(
         service: cc.service.as_ref().map(|s| ServiceRef {
             namespace: s.namespace.clone(),
             name: s.name.clone(),
+            // admissionregistration/v1 ServiceReference: port defaults to 443.
             port: Some(s.port.unwrap_or(443)),
             path: s.path.clone(),
         }),
@@ -348,8 +353,9 @@ fn admission_target(
 
 /// One bundle [`Webhook`] from a `webhooks[]` entry. k8s-openapi gives validating and mutating
 /// webhooks two types whose shared fields have the same names, so this one mapping serves both;
-/// the defaults are admissionregistration v1's ([`WebhookDefaults::V1`]; raw v1beta1 objects have
-/// theirs written out before they reach here).
+/// the defaults are admissionregistration v1's (`SetDefaults_ValidatingWebhook`,
+/// `SetDefaults_MutatingWebhook`: [`WebhookDefaults::V1`]); v1beta1 defaulted differently, so raw
+/// v1beta1 objects have theirs written out before they reach here.
 macro_rules! webhook_of {
     ($bundle:expr, $file:expr, $kind:expr, $configuration:expr, $w:expr, $reinvocation:expr) => {{
         let w = $w;
@@ -454,6 +460,7 @@ pub fn add_crd(
                     service: cc.service.as_ref().map(|s| ServiceRef {
                         namespace: s.namespace.clone(),
                         name: s.name.clone(),
+                        // apiextensions/v1 ServiceReference: port defaults to 443.
                         port: Some(s.port.unwrap_or(443)),
                         path: s.path.clone(),
                     }),
@@ -472,6 +479,8 @@ pub fn add_crd(
             }
         }
         None => CrdConversion {
+            // No spec.conversion is strategy None: the API server only rewrites apiVersion between
+            // versions and never calls out, so there is no conversion path to judge.
             strategy: "None".into(),
             ..CrdConversion::default()
         },

@@ -142,7 +142,7 @@ pub fn names_to_try(name: &str) -> Vec<&str> {
 }
 
 /// The families rules read, grouped by layer: the one list behind [`default_selection`] and the
-/// Prometheus reader's types and docs (`collect::prometheus::families`). A family renamed between
+/// Prometheus reader's types and docs (`collect::metrics::prometheus::families`). A family renamed between
 /// supported releases (1.24 to the newest; etcd 3.4 and 3.5) is one entry with its other names in
 /// `also`, so rules name it once and read it on every version.
 pub const KNOWN_FAMILIES: &[KnownFamily] = &[

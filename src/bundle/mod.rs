@@ -38,7 +38,7 @@ pub mod yaml_limits;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use certs::{CertOrigin, CertSource, Certificate, Verification, verify_served_chains};
+pub use certs::{CertOrigin, CertSource, Certificate, Verification};
 pub use hops::{HopLayer, HopStep, TimedCall, TimedHop};
 pub use load::{BundleError, load_bundle, load_bundle_str};
 pub use metrics::{

@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::kube_flags::{KubeFlags, parse_duration};
 use super::{DocFormat, EXIT_OK};
-use crate::collect::prometheus::{
+use crate::collect::metrics::prometheus::{
     DEFAULT_APISERVER_SELECTOR, DEFAULT_ETCD_SELECTOR, DEFAULT_SINCE,
 };
 use crate::collect::{CollectOptions, EtcdOptions, Progress, PrometheusOptions};

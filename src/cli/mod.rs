@@ -8,8 +8,8 @@
 //! replay mismatch, a failing rule test); 2 usage or input error; 3 the cluster could not be reached.
 
 mod analyze;
-pub mod beside;
 mod collect;
+pub mod collect_refserver;
 pub mod completions;
 mod explain;
 mod fleet;

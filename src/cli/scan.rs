@@ -57,8 +57,12 @@ async fn collect_demo(
         tokio::time::Instant::now() + DEMO_WARMUP,
     )
     .await;
-    let bundle =
-        super::beside::collect_beside_with(&server, flags.options(kube, "default"), &bar).await;
+    let bundle = super::collect_refserver::collect_from_refserver_with(
+        &server,
+        flags.options(kube, "default"),
+        &bar,
+    )
+    .await;
     bar.finish();
     server.shutdown().await;
     let mut bundle = bundle?;

@@ -20,6 +20,10 @@ use super::{FetchError, Fetcher};
 use crate::bundle::{EvidenceBundle, Gap, from_k8s};
 
 /// How many requests of one kind are in flight at once.
+// A bound, not a target: kube-apiserver serves 600 requests at once by default
+// (--max-requests-inflight 400 plus --max-mutating-requests-inflight 200, split among priority
+// levels under APF, where a surplus queues); a scan keeps to a small share of that so it never
+// becomes the overload it diagnoses.
 const IN_FLIGHT: usize = 64;
 
 /// What stage two found behind the references.
@@ -41,7 +45,7 @@ pub struct Backends {
 
 impl Backends {
     /// Add everything to the bundle (gaps are added by the caller).
-    pub fn apply(self, b: &mut EvidenceBundle) {
+    pub fn apply(&self, b: &mut EvidenceBundle) {
         for s in &self.services {
             from_k8s::add_service(b, s);
         }
@@ -346,7 +350,7 @@ pub struct PodsBehind {
 
 impl PodsBehind {
     /// Add the Pods (each once) and the gaps to the bundle.
-    pub fn apply(self, b: &mut EvidenceBundle) {
+    pub fn apply(&self, b: &mut EvidenceBundle) {
         let mut seen = std::collections::BTreeSet::new();
         for ((ns, _), pods) in &self.by_service {
             for p in pods {
@@ -355,7 +359,7 @@ impl PodsBehind {
                 }
             }
         }
-        b.gaps.extend(self.gaps);
+        b.gaps.extend(self.gaps.iter().cloned());
     }
 }
 

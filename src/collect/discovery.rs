@@ -109,6 +109,8 @@ pub async fn probe_all(
     let remote: Vec<(String, String, String)> = bundle
         .api_services
         .iter()
+        // Local APIServices (no spec.service) are served inside kube-apiserver and always Available
+        // with reason `Local` (NewLocalAvailableAPIServiceCondition): no proxied path to probe.
         .filter(|a| !a.is_local())
         .map(|a| (a.name.clone(), a.group.clone(), a.version.clone()))
         .collect();
@@ -142,6 +144,9 @@ pub async fn probe_all(
             };
             let list = async {
                 let resource = resource?;
+                // A list reaches the extension server's handler, its authorization and its storage,
+                // which a discovery document never does; limit=1 keeps that cheap on a server with
+                // many objects.
                 let list_path = format!("{path}/{resource}?limit=1");
                 let res = match tokio::time::timeout_at(
                     deadline,
@@ -290,6 +295,9 @@ pub async fn probe_admission(
             ));
             continue;
         };
+        // dryRun=All calls every matching webhook whose sideEffects is None or NoneOnDryRun and
+        // persists nothing; one declaring Some or Unknown makes the API server refuse the dry run
+        // with 400 instead of calling it, which the probe records as it comes.
         let path = format!("/api/v1/namespaces/{ns}/configmaps?dryRun=All");
         let body = serde_json::to_vec(&object).unwrap_or_default();
         let res = match tokio::time::timeout_at(

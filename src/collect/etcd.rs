@@ -9,7 +9,7 @@
 //! compacts, defragments and disarms.
 //!
 //! `/metrics` goes through the same streaming parser and family selection as the API server's, and
-//! is scraped twice within the same window (the scrape code lives in `super::scrapes`), so
+//! is scraped twice within the same window (the rounds are `super::metrics::window`), so
 //! `etcd_server_leader_changes_seen_total` and the fsync histograms carry window deltas.
 //!
 //! The alarm list is etcd v3's gRPC gateway `POST /v3/maintenance/alarm` with `{"action":"GET"}`
@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::endpoint::{ClientFiles, HttpEndpoint, SetupError, split_url};
 use super::fetch::FetchError;
+use super::url_client::{ClientFiles, SetupError, UrlClient, split_url};
 use crate::bundle::metrics::default_selection;
 use crate::bundle::observations::{Component, HealthEndpoint};
 use crate::bundle::{HealthCheck, HealthCheckItem};
@@ -56,7 +56,7 @@ pub struct EtcdOptions {
 
 /// A ready etcd client.
 pub struct Etcd {
-    http: HttpEndpoint,
+    http: UrlClient,
     metrics_url: String,
     base: String,
     target: String,
@@ -107,7 +107,7 @@ impl Etcd {
             bearer_token: None,
         };
         Ok(Etcd {
-            http: HttpEndpoint::new(&files, request_timeout)?,
+            http: UrlClient::new(&files, request_timeout)?,
             metrics_url,
             base,
             target,

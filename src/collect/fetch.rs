@@ -30,6 +30,8 @@ use crate::bundle::yaml_limits::thousands;
 use crate::bundle::{Gap, GapReason, StatusBody};
 
 /// Page size for lists.
+// kubectl's own `--chunk-size` default: pages a real API server is used to serving, and small
+// enough that one page never nears [`MAX_RESPONSE_BYTES`].
 const PAGE: usize = 500;
 
 /// How many objects one list may bring by default (`--max-objects`): far above any real
@@ -423,6 +425,9 @@ impl FetchError {
         match self {
             FetchError::Status { code: 401, .. } => GapReason::Unauthorized,
             FetchError::Status { code: 403, .. } => GapReason::Forbidden,
+            // A 404 on a list or a discovery path means the server does not serve that API at all
+            // (a group not installed, or none of the versions extpath knows): nothing to read, not
+            // an error.
             FetchError::Status { code: 404, .. } => GapReason::NotServed,
             FetchError::Status { .. } | FetchError::Decode(_) | FetchError::Cut(_) => {
                 GapReason::Error
@@ -434,6 +439,9 @@ impl FetchError {
                     GapReason::Error
                 }
             }
+            // A timeout is kept apart from unreachable: a server that accepted the connection but
+            // did not answer in time is slow or overloaded (an APF queue, a stalled etcd), which is
+            // itself evidence.
             FetchError::Timeout(_) => GapReason::Timeout,
             FetchError::Transport(_) => GapReason::Unreachable,
         }

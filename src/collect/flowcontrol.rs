@@ -6,12 +6,15 @@
 
 use serde_json::Value;
 
-use super::{Contribution, FetchError, Fetcher, SourceFuture};
+use super::sources::{Evidence, EvidenceFuture};
+use super::{FetchError, Fetcher};
 use crate::bundle::{EvidenceBundle, from_k8s};
 
 const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 
 /// Newest first: the first one the server serves is read.
+// Served by: v1 from 1.29, v1beta3 1.26–1.31, v1beta2 1.23–1.28, v1beta1 1.20–1.25 (the
+// deprecated API migration guide), so every release since 1.20 serves one of them.
 const KNOWN_VERSIONS: [&str; 4] = ["v1", "v1beta3", "v1beta2", "v1beta1"];
 
 /// The version to read, from the group discovery document.
@@ -32,7 +35,7 @@ pub fn pick_version(group_doc: &Value) -> Option<String> {
 }
 
 /// Both lists, in the newest served version.
-pub fn fetch(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch(f: &Fetcher) -> EvidenceFuture<'_> {
     Box::pin(async move {
         let doc = f.get_json(&format!("/apis/{GROUP}")).await?;
         let version = pick_version(&doc).ok_or_else(|| FetchError::Status {
@@ -45,7 +48,7 @@ pub fn fetch(f: &Fetcher) -> SourceFuture<'_> {
         let pl = f.list_all(&pl_path);
         let (fs, pl) = tokio::join!(fs, pl);
         let (fs, pl) = (fs?, pl?);
-        let apply: Contribution = Box::new(move |b: &mut EvidenceBundle| {
+        let apply: Evidence = Box::new(move |b: &mut EvidenceBundle| {
             for v in &fs {
                 from_k8s::add_flow_schema(b, v);
             }

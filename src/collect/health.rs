@@ -4,7 +4,8 @@
 //! reason withheld` is exactly what the Storage rules read. Only a request that got no answer at all
 //! becomes a gap.
 
-use super::{Contribution, FetchError, Fetcher, SourceFuture};
+use super::sources::{Evidence, EvidenceFuture};
+use super::{FetchError, Fetcher};
 use crate::bundle::observations::{Component, HealthEndpoint};
 use crate::bundle::{EvidenceBundle, HealthCheck, HealthCheckItem};
 
@@ -68,7 +69,7 @@ fn fetch_health<'a>(
     f: &'a Fetcher,
     endpoint: HealthEndpoint,
     path: &'static str,
-) -> SourceFuture<'a> {
+) -> EvidenceFuture<'a> {
     Box::pin(async move {
         let res = f.request(http::Method::GET, path, None).await?;
         if matches!(res.status, 401 | 403 | 404) {
@@ -86,19 +87,18 @@ fn fetch_health<'a>(
         }
         let mut check = parse_verbose(endpoint, res.status, &text);
         check.origin = Some(path.to_string());
-        let apply: Contribution =
-            Box::new(move |b: &mut EvidenceBundle| b.health_checks.push(check));
+        let apply: Evidence = Box::new(move |b: &mut EvidenceBundle| b.health_checks.push(check));
         Ok(apply)
     })
 }
 
 /// `/readyz?verbose`.
-pub fn fetch_readyz(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_readyz(f: &Fetcher) -> EvidenceFuture<'_> {
     fetch_health(f, HealthEndpoint::ApiserverReadyz, "/readyz?verbose")
 }
 
 /// `/livez?verbose`.
-pub fn fetch_livez(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_livez(f: &Fetcher) -> EvidenceFuture<'_> {
     fetch_health(f, HealthEndpoint::ApiserverLivez, "/livez?verbose")
 }
 

@@ -7,7 +7,8 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Contribution, FetchError, Fetcher, SourceFuture};
+use super::sources::{Evidence, EvidenceFuture};
+use super::{FetchError, Fetcher};
 use crate::bundle::{EvidenceBundle, Gap, GapReason, ServerVersion, from_k8s};
 
 /// Decode list items into `T`, with a gap per item that does not decode.
@@ -39,7 +40,7 @@ pub(crate) fn list_then<'a, T, F>(
     source: &'static str,
     path: &'static str,
     add: F,
-) -> SourceFuture<'a>
+) -> EvidenceFuture<'a>
 where
     T: DeserializeOwned + Send + 'static,
     F: Fn(&mut EvidenceBundle, &T) + Send + 'static,
@@ -47,7 +48,7 @@ where
     Box::pin(async move {
         let items = f.list_all(path).await?;
         let (objs, gaps) = decode_items::<T>(source, items);
-        let apply: Contribution = Box::new(move |b: &mut EvidenceBundle| {
+        let apply: Evidence = Box::new(move |b: &mut EvidenceBundle| {
             for o in &objs {
                 add(b, o);
             }
@@ -57,12 +58,15 @@ where
     })
 }
 
+/// The gap source of `/version`.
+pub const GAP_VERSION: &str = "version";
+
 /// `/version`.
-pub fn fetch_version(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_version(f: &Fetcher) -> EvidenceFuture<'_> {
     Box::pin(async move {
         let v = f.get_json("/version").await?;
         let version = version_of(&v).ok_or_else(|| FetchError::Decode("no gitVersion".into()))?;
-        let apply: Contribution =
+        let apply: Evidence =
             Box::new(move |b: &mut EvidenceBundle| b.collection.server_version = Some(version));
         Ok(apply)
     })
@@ -88,7 +92,7 @@ pub fn version_of(v: &Value) -> Option<ServerVersion> {
 }
 
 /// APIServices.
-pub fn fetch_api_services(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_api_services(f: &Fetcher) -> EvidenceFuture<'_> {
     use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
     list_then::<APIService, _>(
         f,
@@ -99,7 +103,7 @@ pub fn fetch_api_services(f: &Fetcher) -> SourceFuture<'_> {
 }
 
 /// ValidatingWebhookConfigurations.
-pub fn fetch_validating_webhooks(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_validating_webhooks(f: &Fetcher) -> EvidenceFuture<'_> {
     use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
     list_then::<ValidatingWebhookConfiguration, _>(
         f,
@@ -110,7 +114,7 @@ pub fn fetch_validating_webhooks(f: &Fetcher) -> SourceFuture<'_> {
 }
 
 /// MutatingWebhookConfigurations.
-pub fn fetch_mutating_webhooks(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_mutating_webhooks(f: &Fetcher) -> EvidenceFuture<'_> {
     use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
     list_then::<MutatingWebhookConfiguration, _>(
         f,
@@ -121,7 +125,7 @@ pub fn fetch_mutating_webhooks(f: &Fetcher) -> SourceFuture<'_> {
 }
 
 /// CustomResourceDefinitions.
-pub fn fetch_crds(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_crds(f: &Fetcher) -> EvidenceFuture<'_> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     list_then::<CustomResourceDefinition, _>(
         f,

@@ -11,9 +11,9 @@
 
 use k8s_openapi::api::rbac::v1 as rbac;
 
-use super::SourceFuture;
 use super::fetch::Fetcher;
 use super::objects::list_then;
+use super::sources::EvidenceFuture;
 use crate::bundle::rbac as map;
 
 pub use crate::bundle::rbac::{
@@ -22,7 +22,7 @@ pub use crate::bundle::rbac::{
 };
 
 /// ClusterRoles.
-pub fn fetch_cluster_roles(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_cluster_roles(f: &Fetcher) -> EvidenceFuture<'_> {
     list_then::<rbac::ClusterRole, _>(
         f,
         CLUSTER_ROLES,
@@ -32,7 +32,7 @@ pub fn fetch_cluster_roles(f: &Fetcher) -> SourceFuture<'_> {
 }
 
 /// ClusterRoleBindings.
-pub fn fetch_cluster_role_bindings(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_cluster_role_bindings(f: &Fetcher) -> EvidenceFuture<'_> {
     list_then::<rbac::ClusterRoleBinding, _>(
         f,
         CLUSTER_ROLE_BINDINGS,
@@ -42,7 +42,7 @@ pub fn fetch_cluster_role_bindings(f: &Fetcher) -> SourceFuture<'_> {
 }
 
 /// The Roles of kube-system.
-pub fn fetch_roles(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_roles(f: &Fetcher) -> EvidenceFuture<'_> {
     list_then::<rbac::Role, _>(
         f,
         ROLES,
@@ -52,7 +52,7 @@ pub fn fetch_roles(f: &Fetcher) -> SourceFuture<'_> {
 }
 
 /// The RoleBindings of kube-system.
-pub fn fetch_role_bindings(f: &Fetcher) -> SourceFuture<'_> {
+pub fn fetch_role_bindings(f: &Fetcher) -> EvidenceFuture<'_> {
     list_then::<rbac::RoleBinding, _>(
         f,
         ROLE_BINDINGS,

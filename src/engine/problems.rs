@@ -115,15 +115,23 @@ fn parent(verdicts: &[Verdict], index: &VerdictIndex<'_>, i: usize) -> Option<us
             .iter()
             .find_map(|r| fault_on(r, v.class))
             .or_else(|| match v.class {
+                // Only a request with no extension object of its own: one that went through an
+                // APIService hits the extension server's storage, which is not this etcd (DESIGN
+                // rule 3).
                 Class::Storage if v.related.is_empty() => fault_of_kind(SubjectKind::Etcd, v.class),
                 Class::Apf if v.related.is_empty() => {
                     fault_of_kind(SubjectKind::PriorityLevel, v.class)
+                        // No priority level to blame (APF off, so max-in-flight rejected it, or the
+                        // APF metrics were not read): the 429 is still the API server's own
+                        // overload.
                         .or_else(|| fault_of_kind(SubjectKind::ApiServer, v.class))
                 }
                 _ => None,
             }),
         SubjectKind::FlowSchema => v.related.iter().find_map(|r| fault_on(r, v.class)),
         SubjectKind::ApiServer => match v.class {
+            // kube-apiserver's `/readyz/etcd` check fails because etcd does: the API server is the
+            // messenger, etcd the cause.
             Class::Storage => fault_of_kind(SubjectKind::Etcd, v.class),
             Class::Apf => fault_of_kind(SubjectKind::PriorityLevel, v.class),
             _ => None,

@@ -25,18 +25,26 @@ pub struct SettingDef {
 /// Every setting a rule may read, with its default. Documented in `docs/facts.md`.
 pub const SETTINGS: &[SettingDef] = &[
     SettingDef {
+        // cert-manager renews at two thirds of a certificate's life, 30 days before the end of its
+        // default 90-day certificates: a managed certificate is normally renewed before this
+        // window, and one inside it has a month left for a human to act.
         name: "cert_warn_days",
         default: 30.0,
         unit: "days",
         help: "a certificate expiring within this many days of the collection time is a warning",
     },
     SettingDef {
+        // The p99 is interpolated inside histogram buckets (on 1.24 the top finite bucket is 2.5
+        // s), so it is only an estimate: 80 % leaves room for that error before calls really time
+        // out.
         name: "webhook_latency_ratio",
         default: 0.8,
         unit: "ratio",
         help: "webhook p99 latency at or above this fraction of its timeoutSeconds is 'near the timeout'",
     },
     SettingDef {
+        // A webhook whose median call takes 1 s spends on its own the whole p99 budget of the
+        // Kubernetes API call latency SLO (1 s for single-object mutating calls).
         name: "webhook_slow_seconds",
         default: 1.0,
         unit: "seconds",
@@ -49,6 +57,10 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "a webhook whose slowest call the API server traced took at least this fraction of its timeoutSeconds slows every request it intercepts (at or above its timeoutSeconds it times out)",
     },
     SettingDef {
+        // timeoutSeconds defaults to 10 and may be 1–30 (admissionregistration/v1 types.go); the
+        // Kubernetes docs ask for a small timeout because a call holds the request it intercepts.
+        // Half again above the default, a Fail webhook on a hot path can stall every write that
+        // long.
         name: "webhook_hot_path_timeout_seconds",
         default: 15.0,
         unit: "seconds",
@@ -61,6 +73,8 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "CRD conversion webhook p99 at or above this is slow",
     },
     SettingDef {
+        // kube-apiserver logs a trace for a storage call slower than 500 ms
+        // (`span.End(500 * time.Millisecond)` in etcd3/store.go): Kubernetes' own "long".
         name: "etcd_request_p99_warn_seconds",
         default: 0.5,
         unit: "seconds",
@@ -73,12 +87,17 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "kube-apiserver's etcd request p99 at or above this is critical",
     },
     SettingDef {
+        // etcd itself warns about every apply slower than 100 ms (--warning-apply-duration), too
+        // often on a busy cluster to mean much alone; ten times that is slow by any reading.
         name: "etcd_traced_slow_seconds",
         default: 1.0,
         unit: "seconds",
         help: "a storage call kube-apiserver traced, or a request etcd warned took too long, taking at least this long means etcd is slow (even while its health checks pass)",
     },
     SettingDef {
+        // etcd's performance guidance: p99 of wal_fsync under 10 ms. Every proposal is fsynced to
+        // the WAL before it commits, so a slow disk delays every write and can make a member miss
+        // heartbeats and lose its leader.
         name: "etcd_fsync_p99_warn_seconds",
         default: 0.01,
         unit: "seconds",
@@ -91,6 +110,9 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "etcd backend commit p99 at or above this is slow (etcd guidance: 25 ms)",
     },
     SettingDef {
+        // At the quota (--quota-backend-bytes, default 2 GiB) etcd raises the NOSPACE alarm and
+        // refuses writes with `mvcc: database space exceeded` until compacted and defragmented; 80
+        // % leaves time for that.
         name: "etcd_db_quota_warn_ratio",
         default: 0.8,
         unit: "ratio",
@@ -103,6 +125,8 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "APF queue wait p99 at or above this means requests are queueing",
     },
     SettingDef {
+        // The Kubernetes API call latency SLO (sig-scalability): p99 of single-object calls at most
+        // 1 s; a request above it is worth explaining.
         name: "request_slow_seconds",
         default: 1.0,
         unit: "seconds",
@@ -121,6 +145,8 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "watch-cache read wait p99 at or above this is slow",
     },
     SettingDef {
+        // Every etcd leader election fails the proposals in flight (`etcdserver: leader
+        // changed`), so a single one inside a short metrics window is already visible to clients.
         name: "leader_changes_warn",
         default: 1.0,
         unit: "count",

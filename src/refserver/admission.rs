@@ -157,6 +157,9 @@ pub fn webhook_matches(
         return false;
     }
     let own = obj.pointer("/metadata/labels").unwrap_or(&Value::Null);
+    // Go's `MatchNamespaceSelector` (webhook/predicates/namespace): a Namespace is matched by
+    // its own labels, and a cluster-scoped object of any other kind is never exempted by the
+    // namespaceSelector.
     let namespace_ok = if def.kind == "Namespace" {
         label_selector_matches(&hook["namespaceSelector"], own)
     } else if def.namespaced {
@@ -321,6 +324,8 @@ pub async fn admit(
         let name = hook["name"].as_str().unwrap_or("").to_string();
         let kind = if mutating { "admit" } else { "validating" };
         let side_effects = hook["sideEffects"].as_str().unwrap_or("Unknown");
+        // The dispatcher refuses a dry run that would call a webhook with side effects
+        // (`webhookerrors.NewDryRunUnsupportedErr`: 400) rather than call it.
         if info.dry_run() && !matches!(side_effects, "None" | "NoneOnDryRun") {
             return Err(ApiError::bad_request(format!(
                 "admission webhook \"{name}\" does not support dry run"
@@ -343,6 +348,8 @@ pub async fn admit(
         match outcome {
             Err(CallError::Calling(cause)) => {
                 let message = format!("failed calling webhook \"{name}\": {cause}");
+                // failurePolicy Ignore: kube-apiserver logs "Failed calling webhook, failing open",
+                // counts `apiserver_admission_webhook_fail_open_count` and lets the request go on.
                 if fail_open {
                     state.observability.metrics.inc(&FAIL_OPEN, &[&name, kind]);
                     state
@@ -375,6 +382,8 @@ pub async fn admit(
             }
             Ok(response) if response["allowed"] != true => {
                 let status = response.get("status").cloned().unwrap_or(json!({}));
+                // `ToStatusErr` (webhook/errors/statuserror.go): a rejection never carries a code
+                // below 400.
                 let code = status["code"].as_u64().unwrap_or(0).max(400) as u16;
                 let msg = status["message"].as_str().unwrap_or("");
                 let denied = format!("admission webhook \"{name}\" denied the request");

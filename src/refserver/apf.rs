@@ -185,6 +185,9 @@ fn subject_matches(s: &Value, user: &UserInfo) -> bool {
                 .pointer("/serviceAccount/name")
                 .and_then(Value::as_str)
                 .unwrap_or("");
+            // match.go's `matchesSubject` (serviceaccount.MatchesUsername): a ServiceAccount
+            // subject is the user `system:serviceaccount:<ns>:<name>`, and name `*` stands for
+            // every account of <ns>.
             user.name == format!("system:serviceaccount:{ns}:{n}")
                 || (n == "*"
                     && user
@@ -230,6 +233,9 @@ fn rule_matches(rule: &Value, user: &UserInfo, info: &RequestInfo) -> bool {
                     && matches_list(&r["apiGroups"], &info.group)
                     // Go's `rsJoin`: a subresource request is `pods/status`, not `pods`.
                     && matches_list(&r["resources"], &resource)
+                    // match.go's `matchesResourcePolicyRule`: a request without a namespace matches
+                    // only a rule with clusterScope true; `namespaces: ["*"]` covers every
+                    // namespace but never cluster scope.
                     && if info.namespace.is_empty() {
                         r["clusterScope"].as_bool() == Some(true)
                     } else {
@@ -277,6 +283,7 @@ pub fn match_flow_schema<'v>(
         (
             fs.pointer("/spec/matchingPrecedence")
                 .and_then(Value::as_i64)
+                // flowcontrol v1 defaults matchingPrecedence to 1000.
                 .unwrap_or(1000),
             fs.pointer("/metadata/name")
                 .and_then(Value::as_str)
@@ -351,6 +358,7 @@ impl Apf {
                 .and_then(Value::as_f64)
                 .unwrap_or(
                     if p.pointer("/spec/type").and_then(Value::as_str) == Some("Limited") {
+                        // flowcontrol v1 defaults a Limited level's nominalConcurrencyShares to 30.
                         30.0
                     } else {
                         0.0
@@ -394,6 +402,7 @@ impl Apf {
         let queue_limit = pl
             .pointer("/spec/limited/limitResponse/queuing/queueLengthLimit")
             .and_then(Value::as_u64)
+            // flowcontrol v1 defaults queuing.queueLengthLimit to 50.
             .unwrap_or(50) as u32;
         let queues = pl
             .pointer("/spec/limited/limitResponse/type")

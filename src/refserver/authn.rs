@@ -151,6 +151,8 @@ pub fn authenticate(
     }
     if authn.anonymous {
         return Ok(UserInfo {
+            // kube-apiserver's anonymous authenticator: user system:anonymous, group
+            // system:unauthenticated, and never system:authenticated.
             name: "system:anonymous".into(),
             groups: vec!["system:unauthenticated".into()],
         });
@@ -203,6 +205,9 @@ pub fn impersonate(
             "groups",
         ));
     }
+    // The impersonation filter (`WithImpersonation`) adds system:authenticated to an impersonated
+    // user, as authentication does for a real one; its two exceptions (system:anonymous, or
+    // system:unauthenticated among the groups asked for) are not modelled here.
     Ok(with_authenticated(UserInfo {
         name: target,
         groups,
@@ -210,12 +215,17 @@ pub fn impersonate(
 }
 
 fn with_authenticated(mut u: UserInfo) -> UserInfo {
+    // As kube-apiserver's `AuthenticatedGroupAdder`: every authenticated user is also in
+    // system:authenticated, the group the default discovery and public-info bindings name.
     if !u.groups.iter().any(|g| g == "system:authenticated") {
         u.groups.push("system:authenticated".into());
     }
     u
 }
 
+// The default ClusterRole system:public-info-viewer, bound to authenticated and
+// unauthenticated users alike; system:discovery is bound to system:authenticated only (since
+// 1.14 discovery is not public).
 const PUBLIC_INFO: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 const DISCOVERY: &[&str] = &["/api", "/apis", "/openapi"];
 

@@ -57,6 +57,8 @@ pub fn default_on_create(state: &State, def: &ResourceDef, obj: &mut Value) {
                         p["protocol"] = json!("TCP");
                     }
                     if p.get("targetPort").is_none() {
+                        // Service defaulting (`SetDefaults_Service`): an absent targetPort is the
+                        // port itself.
                         p["targetPort"] = p["port"].clone();
                     }
                 }
@@ -76,6 +78,8 @@ pub fn default_on_create(state: &State, def: &ResourceDef, obj: &mut Value) {
                 .pointer("/metadata/name")
                 .cloned()
                 .unwrap_or(Value::Null);
+            // Since 1.21 every Namespace carries its own name as this label (KEP-2161), which is
+            // how a webhook's namespaceSelector names a single namespace.
             obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
             obj["status"] = json!({"phase": "Active"});
         }
@@ -113,6 +117,8 @@ pub fn default_on_create(state: &State, def: &ResourceDef, obj: &mut Value) {
 
 fn slice_name(svc: &str, i: usize) -> String {
     let h = sha2::Sha256::digest(format!("{svc}/{i}").as_bytes());
+    // apimachinery's `utilrand.String` alphabet (no vowels, so no words), the one generateName
+    // suffixes are drawn from: slice names look like the mirroring controller's.
     let alphabet = b"bcdfghjklmnpqrstvwxz2456789";
     let suffix: String = h
         .iter()
@@ -267,6 +273,9 @@ fn sync_crd_apiservices(state: &State) {
         let builtin = BUILTIN_GROUP_VERSIONS
             .iter()
             .any(|(bg, bv, _, _)| *bg == g && *bv == v);
+        // Only APIServices the autoregister controller owns (label
+        // kube-aggregator.kubernetes.io/automanaged) are removed with their CRD; one a user created
+        // stays, as it does in kube-aggregator.
         if automanaged && !builtin && !wanted.iter().any(|(wg, wv)| wg == g && wv == v) {
             let n = s
                 .pointer("/metadata/name")
@@ -280,6 +289,8 @@ fn sync_crd_apiservices(state: &State) {
         }
     }
     for (g, v) in wanted {
+        // The crdregistration controller's priorities for CRD groups (GroupPriorityMinimum 1000,
+        // VersionPriority 100): below every built-in group in discovery order.
         let o = local_apiservice(&g, &v, 1000, 100, true);
         let name = o["metadata"]["name"]
             .as_str()
@@ -310,7 +321,7 @@ pub fn after_write(state: &State, def: &ResourceDef, ns: &str, name: &str) {
         }
         _ => {}
     }
-    super::storage::count_objects(state, def);
+    super::storage_faults::count_objects(state, def);
 }
 
 fn delete_orphaned_custom_resources(state: &State) {
@@ -460,7 +471,7 @@ pub fn load_initial(state: &State) -> Result<(), String> {
         sync_crd_apiservices(state);
     }
     for def in &kinds {
-        super::storage::count_objects(state, def);
+        super::storage_faults::count_objects(state, def);
     }
     Ok(())
 }

@@ -142,6 +142,9 @@ pub async fn handle(
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
     let info = RequestInfo::parse(req.method().as_str(), &path_and_query);
+    // Authentication before APF, as in `DefaultBuildHandlerChain` (server/config.go): APF
+    // classifies a request by its authenticated user and groups, so it cannot run first. A 401
+    // therefore never reaches a priority level.
     let user = authenticate(&state.auth, req.headers(), &peer)
         .and_then(|u| impersonate(&state.auth, &state.storage.store, req.headers(), u));
     if let Ok(mut log) = state.observability.requests.lock() {
@@ -164,11 +167,15 @@ pub async fn handle(
     {
         return resp;
     }
+    // Watches, exec, proxy and the like are exempt from the request timeout
+    // (`WithRequestDeadline` skips long-running requests): a watch lives for minutes.
     if info.is_long_running() {
         return inner(state, req, info, user, path_and_query, started).await;
     }
     let limit = info
         .param("timeout")
+        // A client's `?timeout=` is a Go duration (client-go sends e.g. `timeout=32s`); without one
+        // the server's --request-timeout (60 s by default) applies.
         .and_then(parse_go_duration)
         .unwrap_or(Duration::from_secs(
             state.scenario.server.request_timeout_seconds,
@@ -219,12 +226,17 @@ async fn inner(
             return resp;
         }
     };
+    // Authorization after APF, as in the real chain: a 403 still took (and released) a seat and
+    // carries the PF headers.
     if let Err(e) = authorize(&state.auth, &state.storage.store, &user, &info) {
         let mut resp = e.into_response();
         pf_headers(&mut resp, &seat.class);
         return resp;
     }
     let (parts, body) = req.into_parts();
+    // The aggregator proxy sits after authorization: kube-apiserver authorizes the user first,
+    // then forwards the request with X-Remote-User/Group to the extension server, which
+    // authorizes again by SubjectAccessReview (delegated authz).
     if let Some(apiservice) = aggregator::remote_for(&state, &info) {
         let mut resp = aggregator::proxy(
             &state,

@@ -33,7 +33,7 @@ pub mod backends;
 pub mod certs;
 pub mod controllers;
 pub mod conversion;
-pub mod etcd;
+pub mod etcd_metrics_server;
 pub mod handler;
 pub mod kubeconfig;
 pub mod metrics;
@@ -47,7 +47,7 @@ pub mod request;
 pub mod scenario;
 pub mod state;
 pub mod status;
-pub mod storage;
+pub mod storage_faults;
 pub mod store;
 mod synthetic;
 pub mod tls;
@@ -180,7 +180,11 @@ impl RefServer {
                 .await
                 .context("binding the etcd metrics port")?;
             etcd_addr = Some(l.local_addr()?);
-            tasks.push(tokio::spawn(etcd::serve(l, spec, shutdown_rx.clone())));
+            tasks.push(tokio::spawn(etcd_metrics_server::serve(
+                l,
+                spec,
+                shutdown_rx.clone(),
+            )));
         }
         Ok(RunningServer {
             state,

@@ -6,6 +6,7 @@
 //! oldest kept event gets `too old resource version: X (Y)`). It does not know kinds, versions,
 //! defaults, admission or faults; the REST layer does that before calling in. Stored objects keep the
 //! `apiVersion` they were written with (a CRD's storage version), so conversion can see the difference.
+//! The faults and etcd metrics around each operation are [`super::storage_faults`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;

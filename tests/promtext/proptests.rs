@@ -17,7 +17,7 @@ use extpath::promtext::{MetricFamily, ParseErrorKind, Parser, Selection, parse_s
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 
-use super::random_exposition::{as_json, expected, families, normalised, render};
+use crate::util::random_exposition::{as_json, expected, families, normalised, render};
 
 fn config(default_cases: u32) -> ProptestConfig {
     let mut c = ProptestConfig::default();

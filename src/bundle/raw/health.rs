@@ -36,6 +36,8 @@ pub(crate) fn looks_like(lines: &[&str]) -> bool {
         .iter()
         .filter(|l| !(is_item(l) || is_verdict(l) || parse_trailer(l).is_some()))
         .count();
+    // A saved listing may come with a few other lines (a prompt, a kubectl warning); four
+    // check lines for each other line keeps a log that quotes a check or two from passing for one.
     if items > 0 && items >= others * 4 {
         return true;
     }
@@ -121,6 +123,9 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
                 reason: None,
             });
         } else if let Some(rest) = l.strip_prefix("[-]") {
+            // The reason is nearly always `reason withheld`: healthz.go's `handleRootHealth` keeps
+            // the cause out of the HTTP answer and only logs it, so the API server's log has the
+            // detail.
             let (name, reason) = match rest.split_once(" failed") {
                 Some((n, r)) => (n, r.trim_start_matches(':').trim()),
                 None => (rest, ""),

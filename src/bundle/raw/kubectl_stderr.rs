@@ -127,12 +127,17 @@ pub(crate) fn probes_from_error_line(file: &FileCtx, line: &str) -> Vec<Probe> {
         url_error(&mut p, r);
         return vec![p];
     } else if t.starts_with("The connection to the server ") {
+        // kubectl's words when the TCP connection was refused (`The connection to the server
+        // host:port was refused - did you specify the right host or port?`): nothing answered, so
+        // there is no status and no path.
         let mut p = client_probe(ClientTool::Kubectl, file);
         p.error = Some(t.to_string());
         return vec![p];
     } else {
         return Vec::new();
     };
+    // client-go's `ErrGroupDiscoveryFailed` joins one `<group/version>: <error>` per failed group;
+    // each is a failed discovery GET of its own (usually one APIService each).
     if let Some(gv_err) = rest.strip_prefix("unable to retrieve the complete list of server APIs: ")
     {
         return discovery_probes(file, gv_err)

@@ -25,11 +25,16 @@ pub(crate) fn code_for_reason(reason: &str) -> Option<u16> {
         "MethodNotAllowed" => 405,
         "NotAcceptable" => 406,
         "AlreadyExists" | "Conflict" => 409,
+        // `NewResourceExpired` (a watch from a compacted resourceVersion) answers 410 Gone with
+        // reason Expired.
         "Gone" | "Expired" => 410,
         "RequestEntityTooLarge" => 413,
         "UnsupportedMediaType" => 415,
         "Invalid" => 422,
         "TooManyRequests" => 429,
+        // Not 504: `NewServerTimeout` sets 500 with reason ServerTimeout ("the server cannot
+        // complete the requested operation at this time"); 504 is reason Timeout
+        // (`NewTimeoutError`).
         "InternalError" | "ServerTimeout" => 500,
         "ServiceUnavailable" => 503,
         "Timeout" => 504,

@@ -3,7 +3,7 @@
 //!
 //! For each scenario: start the reference server in this process (its backends, faults and
 //! traffic), let it run for `--warmup` (the incident is under way when someone looks), collect
-//! from it through its real TLS listener like `scan` does ([`collect_beside`]),
+//! from it through its real TLS listener like `scan` does ([`collect_from_refserver`]),
 //! classify with the bundled rules (plus `--rules DIR`, `--set`), and compare
 //! ([`crate::engine::expect`]).
 //! Scenarios run a few at a time (`--jobs`), each on its own server with its own ports, the ones
@@ -22,7 +22,7 @@ use clap::Args;
 use futures::StreamExt;
 
 use crate::cli::analyze::RuleArgs;
-use crate::cli::beside::collect_beside;
+use crate::cli::collect_refserver::collect_from_refserver;
 use crate::cli::input_error;
 use crate::cli::kube_flags::parse_duration;
 use crate::cli::{EXIT_FINDINGS, EXIT_OK};
@@ -210,7 +210,7 @@ impl Runner {
             key: None,
             ca: None,
         });
-        let bundle = collect_beside(&server, opts).await;
+        let bundle = collect_from_refserver(&server, opts).await;
         server.shutdown().await;
         Ok(crate::engine::analyze(
             &bundle?,

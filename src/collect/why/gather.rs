@@ -29,9 +29,7 @@ use super::{WhyOptions, bounded_gap};
 pub use crate::bundle::trace::{CrdRoute, Serving};
 use crate::bundle::{Crd, EvidenceBundle, Gap, GapReason, Probe, from_k8s};
 use crate::collect::objects::decode_items;
-use crate::collect::{
-    FetchError, Fetcher, backends, certificates, flowcontrol, health, rbac, refs,
-};
+use crate::collect::{FetchError, Fetcher, backends, flowcontrol, health, rbac, refs, tls};
 
 /// Who the request was sent as, and which objects along its path were kept.
 pub(super) struct PathEvidence {
@@ -434,10 +432,10 @@ pub(super) async fn gather(
             backends::Backends::default()
         }
     };
-    let targets = certificates::targets(&scratch, &found, &opts.backend_addresses);
+    let targets = tls::targets(&scratch, &found, &opts.backend_addresses);
     let (pods, handshakes) = tokio::join!(
         crate::collect::bounded(deadline, backends::fetch_pods(f, &found)),
-        certificates::capture_all(targets, opts.request_timeout, deadline)
+        tls::capture_all(targets, opts.request_timeout, deadline)
     );
     scratch.gaps.extend(found.gaps.clone());
     found.apply(&mut scratch);

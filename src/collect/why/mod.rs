@@ -258,7 +258,7 @@ pub async fn investigate(
     bundle.probes.push(probe);
     bundle.collection.collected_at = Some(second_at);
     bundle.collection.collected_at_basis = Some(TimeBasis::Clock);
-    crate::bundle::verify_served_chains(&mut bundle);
+    crate::collect::tls::verify_served_chains(&mut bundle);
 
     let trace = Trace {
         method: repro.target.method,

@@ -31,6 +31,8 @@ fn rule<'r>(rules: &'r RuleSet, h: &Hit) -> &'r Rule {
 }
 
 fn combine(confidences: impl Iterator<Item = f64>) -> f64 {
+    // Noisy-OR: each rule is taken as an independent witness, so the verdict is wrong only if every
+    // one of them is. Capped at 0.99 because no set of rules has seen every cluster.
     let miss: f64 = confidences.map(|c| 1.0 - c.clamp(0.0, 1.0)).product();
     ((1.0 - miss) * 100.0).round().min(99.0) / 100.0
 }
@@ -146,6 +148,10 @@ fn verdict_for(
     let mut verdict = Verdict::new(r.subject.clone(), r.related.clone());
     if let Some(winner) = faults.iter().copied().min_by(|a, b| {
         let (ra, rb) = (rule(rules, a), rule(rules, b));
+        // The earliest rung wins because a break there makes every later rung fail too: with no
+        // endpoints, TLS, discovery and every proxied verb fail as well, and those failures must
+        // not take the blame. Severity, confidence and rule order only break ties, so the result
+        // never depends on the order the rules happened to fire in.
         ra.rung
             .cmp(&rb.rung)
             .then(rb.severity.cmp(&ra.severity))
@@ -178,6 +184,8 @@ fn verdict_for(
             deciding
                 .iter()
                 .map(|h| rule(rules, h).confidence)
+                // Support rules corroborate but could not decide alone, so they count at half
+                // weight.
                 .chain(backing.iter().map(|h| rule(rules, h).confidence * 0.5)),
         );
         for h in deciding.iter().chain(backing.iter()) {
@@ -221,6 +229,8 @@ fn verdict_for(
             .iter()
             .any(|h| rule(rules, h).class != Class::Healthy)
     {
+        // A failing request always has a cause; when no rule names it, "Healthy" would be a false
+        // all-clear, so it is Inconclusive even when every check ran.
         verdict.class = Class::Inconclusive;
         verdict.severity = Severity::Warning;
         let history: Vec<&str> = support
@@ -254,6 +264,8 @@ fn verdict_for(
             verdict.history.push(consequence(rules, h));
         }
     } else {
+        // Rules ran with their evidence and found nothing: healthy as far as these checks go, but
+        // no Healthy rule vouched for it, hence only an even confidence.
         verdict.confidence = 0.5;
         verdict.summary = format!(
             "no fault found by {} check(s) with the evidence supplied",
@@ -274,6 +286,8 @@ fn verdict_for(
             );
         }
     }
+    // A subject that could not be judged gets no cluster-wide exclusions: listing them would read
+    // as a partial verdict.
     if verdict.class != Class::Inconclusive {
         for (c, because, rid) in cluster_ruled_out {
             push_ruled_out(&mut verdict.ruled_out, *c, because, rid, verdict.class);
@@ -283,6 +297,8 @@ fn verdict_for(
 }
 
 fn rank(v: &Verdict) -> (std::cmp::Reverse<Severity>, usize, SubjectKind, String) {
+    // DESIGN gate policy: Inconclusive counts as a warning, so the unjudged sort with the warnings,
+    // never below them.
     let sev = if v.class == Class::Inconclusive {
         v.severity.max(Severity::Warning)
     } else {

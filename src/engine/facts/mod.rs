@@ -13,8 +13,9 @@
 //! have `present: false`, absent strings are `""` — so that a rule written against the sample of the
 //! fact model ([`sample`]) cannot fail at run time on a missing key.
 //!
-//! Sub-modules: [`objects`] (APIServices, webhooks, CRDs), [`backend`] (the Service, endpoints,
-//! pods and certificates they point at), [`delegation`] (what the identity of an extension server
+//! Sub-modules: [`objects`] (APIServices, webhooks, CRDs), [`backend`] (the Service, endpoints and
+//! pods they point at), [`tls`] (the certificates on the way: caBundle, served chain, its
+//! verification), [`delegation`] (what the identity of an extension server
 //! may do, from RBAC), [`requests`]
 //! (observed requests, log findings), [`cluster`] (cluster, apiserver, etcd, APF objects),
 //! [`timed`] (timed hops: the calls an API server traced and etcd's slow-request warnings),
@@ -29,6 +30,7 @@ pub mod requests;
 pub mod sample;
 pub mod shared;
 pub mod timed;
+pub mod tls;
 pub mod value;
 
 use std::collections::HashMap;
@@ -498,7 +500,7 @@ fn backend_vars(
         ("pods", pods),
         (
             "tls",
-            backend::tls_fact(base, owner, server_name, ca_bundle_present, insecure),
+            tls::tls_fact(base, owner, server_name, ca_bundle_present, insecure),
         ),
     ]
 }

@@ -88,6 +88,8 @@ async fn probe(
                 "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
             )),
             Ok(Err(cause)) => Err(format!("Get \"{url}\": {cause}")),
+            // 3xx passes: the probe client does not follow redirects (CheckRedirect returns
+            // http.ErrUseLastResponse), and `sync()` accepts any status below 400.
             Ok(Ok(resp)) if resp.status().as_u16() < 200 || resp.status().as_u16() >= 400 => {
                 Err(format!("bad status from {url}: {}", resp.status().as_u16()))
             }
@@ -128,6 +130,8 @@ pub async fn evaluate(state: &State, apiservice: &Value) -> Condition {
         .and_then(Value::as_str)
         .unwrap_or("ClusterIP")
         == "ClusterIP";
+    // As `sync()` in available_controller.go: only a ClusterIP Service has its port and endpoints
+    // checked; any other type goes straight to the discovery probes.
     if cluster_ip {
         let ports = svc
             .pointer("/spec/ports")
@@ -151,6 +155,8 @@ pub async fn evaluate(state: &State, apiservice: &Value) -> Condition {
                 format!("cannot find endpoints for service/{name} in \"{ns}\""),
             );
         };
+        // Ready addresses only (`subset.Addresses`, never `NotReadyAddresses`), with the port found
+        // by the Service port's *name*, as `sync()` does (an unnamed port matches an unnamed one).
         let has_ready = ep["subsets"].as_array().into_iter().flatten().any(|s| {
             s["addresses"].as_array().is_some_and(|a| !a.is_empty())
                 && s["ports"]
@@ -187,6 +193,8 @@ pub async fn evaluate(state: &State, apiservice: &Value) -> Condition {
     } else {
         format!("/apis/{group}/{version}")
     };
+    // `sync()` sends five attempts at once and passes on the first success, so one slow or dead
+    // pod among several does not make the group unavailable.
     let probes = (0..5).map(|_| probe(state, &host, port, &path, &server_name));
     let results = futures::future::join_all(probes).await;
     if results.iter().any(Result::is_ok) {
@@ -196,6 +204,8 @@ pub async fn evaluate(state: &State, apiservice: &Value) -> Condition {
             message: "all checks passed".into(),
         };
     }
+    // `sync()` reports the last error it received; the last by index is the same text whenever
+    // the attempts fail alike, and deterministic when they do not.
     let last = results
         .into_iter()
         .filter_map(Result::err)

@@ -37,6 +37,8 @@ pub fn remote_for(state: &State, info: &RequestInfo) -> Option<Value> {
         "",
         &name,
     ))?;
+    // handler_proxy.go's `ServeHTTP` hands a Local APIService (no spec.service) to
+    // kube-apiserver's own handlers (`localDelegate`) instead of proxying it.
     svc.pointer("/spec/service").filter(|s| !s.is_null())?;
     Some(svc)
 }
@@ -74,6 +76,8 @@ pub fn location(state: &State, apiservice: &Value) -> Result<(String, u16, Strin
         .store
         .get(&Key::new("", "services", ns, name))
         .ok_or_else(|| format!("service \"{name}\" not found"))?;
+    // The aggregator verifies the backend as `<svc>.<ns>.svc` (handler_proxy.go), whatever
+    // address the request is sent to: a serving certificate must name that, not the pod or IP.
     let server_name = format!("{name}.{ns}.svc");
     if svc.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
         let host = svc
@@ -143,6 +147,9 @@ pub async fn proxy(
     };
     let mut forwarded: Vec<(String, String)> = headers
         .iter()
+        // A client's own X-Remote-* headers are dropped before the real ones are set: the backend
+        // trusts them because the front-proxy certificate vouches for them, so a caller must never
+        // be able to choose its identity there.
         .filter(|(k, _)| !HOP_BY_HOP.contains(&k.as_str()) && !k.as_str().starts_with("x-remote-"))
         .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
         .collect();

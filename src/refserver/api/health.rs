@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::super::profile::READYZ_ONLY_CHECKS;
 use super::super::state::State;
 use super::super::status::text_response;
-use super::super::storage::etcd_healthy;
+use super::super::storage_faults::etcd_healthy;
 
 /// `/version`: the release the scenario chose (`profile.rs`).
 pub fn version(state: &State) -> Value {

@@ -23,7 +23,7 @@ use super::super::registry::ResourceDef;
 use super::super::request::RequestInfo;
 use super::super::state::State;
 use super::super::status::{ApiError, json_response};
-use super::super::storage::storage_op;
+use super::super::storage_faults::storage_op;
 use super::super::store::{Key, StoreError};
 use super::select::filter;
 use super::table;

@@ -35,11 +35,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::endpoint::{ClientFiles, HttpEndpoint, SetupError, split_url};
-use super::fetch::{FetchError, urlencode};
-use super::{bounded, gap_for};
 use crate::bundle::metrics::default_selection;
 use crate::bundle::{Gap, GapReason, MetricTarget, MetricsSource, Window};
+use crate::collect::fetch::{FetchError, urlencode};
+use crate::collect::url_client::{ClientFiles, SetupError, UrlClient, split_url};
+use crate::collect::{bounded, gap_for};
 use promql::{FamilyPlan, Metadata, Sample, Selector};
 
 /// Default `--prometheus-apiserver-selector`.
@@ -90,7 +90,7 @@ impl PrometheusOptions {
 
 /// A ready Prometheus client.
 pub struct Prometheus {
-    http: HttpEndpoint,
+    http: UrlClient,
     base: String,
     since: Duration,
     until: Option<jiff::Timestamp>,
@@ -151,7 +151,7 @@ impl Prometheus {
                 .map(|p| ("--prometheus-bearer-token-file", p)),
         };
         Ok(Prometheus {
-            http: HttpEndpoint::new(&files, request_timeout)?,
+            http: UrlClient::new(&files, request_timeout)?,
             base: opts.url.trim_end_matches('/').to_string(),
             since: opts.since,
             until: opts.until,

@@ -3,7 +3,7 @@
 //! The handshake accepts whatever chain the backend presents — it records, it does not judge — and
 //! the chain is then verified the way the API server's client would: against the owner's caBundle,
 //! for `<svc>.<ns>.svc` (or the webhook URL's host), at the collection time
-//! ([`crate::bundle::verify_served_chains`]), with Go's wording of any failure.
+//! ([`super::verify`]), with Go's wording of any failure.
 //!
 //! Where a backend is reached: `--backend-address svc.ns=host:port` first; an ExternalName Service's
 //! name (what the aggregator itself dials); the Service DNS name when running inside the cluster; a
@@ -22,12 +22,12 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::time::Instant;
 
-use super::backends::Backends;
 use crate::bundle::probes::{ClientTool, ProbeKind};
 use crate::bundle::{
     CertOrigin, CertSource, Certificate, EvidenceBundle, Gap, GapReason, Kind, ObjectRef, Probe,
     ProbeOrigin, Rung, ServiceRef,
 };
+use crate::collect::backends::Backends;
 
 /// A backend to shake hands with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -364,6 +364,9 @@ pub async fn capture_all(
     request_timeout: Duration,
     deadline: Instant,
 ) -> Handshakes {
+    // kube-aggregator's availability check gives a backend 5 s (its HTTP client timeout in
+    // available_controller.go): a backend slower than that to answer is unavailable to the
+    // aggregator already, so waiting longer would not change the verdict.
     let connect_timeout = request_timeout.min(Duration::from_secs(5));
     let results = futures::stream::iter(targets)
         .map(|t| async move {

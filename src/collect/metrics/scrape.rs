@@ -1,5 +1,6 @@
-//! kube-apiserver `/metrics`: streamed through the shared parser, twice, a window apart; and the
-//! shaping of any scraped target's families into a [`MetricsSource`].
+//! One `/metrics` scrape (kube-apiserver's here; etcd's through the same [`ScrapeParser`]), streamed
+//! through the shared parser; and the shaping of any scraped target's families into a
+//! [`MetricsSource`] — one scrape, or two a window apart (the rounds are [`super::window`]).
 //!
 //! The body of a large cluster's `/metrics` is tens of megabytes; it is fed to the parser line by
 //! line as it arrives and only the families the rules read are kept. Two scrapes turn cumulative
@@ -15,8 +16,8 @@ use crate::bundle::metrics::default_selection;
 use crate::bundle::{MetricTarget, MetricsSource, Window};
 use crate::promtext::{self, MetricFamily};
 
-use super::fetch::LineLimits;
-use super::{FetchError, Fetcher};
+use crate::collect::fetch::LineLimits;
+use crate::collect::{FetchError, Fetcher};
 
 /// How much one scrape may bring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,7 @@
-//! An etcd-style `/metrics` (and `/health`) endpoint on its own plain-HTTP loopback port, like
-//! etcd's client port, serving the values a scenario gives.
+//! A stand-in for etcd's own metrics port: an etcd-style `/metrics` (and `/health`) endpoint on its
+//! own plain-HTTP loopback port, like etcd's client port, serving the values a scenario gives —
+//! what `--etcd-metrics-url` reads in tests. The reference server stores nothing in it (objects are
+//! in [`super::store`]); the collector's side of etcd is `crate::collect::etcd`.
 //!
 //! Only the families extpath's Storage rules read are served, with etcd 3.5's names, help texts and
 //! buckets: WAL fsync and backend commit histograms (1 ms × 2^k, 14 buckets), leader gauges and

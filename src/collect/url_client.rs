@@ -1,5 +1,6 @@
-//! HTTP to endpoints that are not the API server: etcd's client (or metrics) port and a Prometheus
-//! server. The API server is reached through kube's client and its kubeconfig ([`super::Fetcher`]);
+//! The HTTP client for URLs that are not the API server, named on the command line: etcd's client
+//! (or metrics) port (`--etcd-metrics-url`) and a Prometheus server (`--prometheus`). Not about
+//! Kubernetes Endpoints objects (those are [`super::backends`]). The API server is reached through kube's client and its kubeconfig ([`super::Fetcher`]);
 //! these are reached with reqwest and the files the user names on the command line.
 //!
 //! Same contract as [`super::Fetcher`]: every request is bounded (`--request-timeout` for the
@@ -89,13 +90,13 @@ fn pem_kinds(flag: &'static str, path: &Path, bytes: &[u8]) -> Result<Vec<String
 
 /// An HTTP client for one endpoint, with its deadline and credentials.
 #[derive(Clone)]
-pub struct HttpEndpoint {
+pub struct UrlClient {
     client: reqwest::Client,
     request_timeout: Duration,
     bearer: Option<String>,
 }
 
-impl HttpEndpoint {
+impl UrlClient {
     /// A client trusting `files.ca` (or the platform roots), presenting `files.identity`, sending
     /// the token in `files.bearer_token`; each request bounded by `request_timeout`.
     ///
@@ -181,7 +182,7 @@ impl HttpEndpoint {
             flag: files.identity.as_ref().map_or("TLS", |((f, _), _)| f),
             message: error_chain(&e),
         })?;
-        Ok(HttpEndpoint {
+        Ok(UrlClient {
             client,
             request_timeout,
             bearer,
@@ -238,7 +239,7 @@ impl HttpEndpoint {
     /// GET a URL; any status is an answer.
     ///
     /// # Errors
-    /// As [`HttpEndpoint::exchange`].
+    /// As [`UrlClient::exchange`].
     pub async fn get(&self, url: &str) -> Result<(u16, bytes::Bytes), FetchError> {
         self.exchange(self.client.get(url)).await
     }
@@ -246,7 +247,7 @@ impl HttpEndpoint {
     /// POST a JSON document; any status is an answer.
     ///
     /// # Errors
-    /// As [`HttpEndpoint::exchange`].
+    /// As [`UrlClient::exchange`].
     pub async fn post_json(
         &self,
         url: &str,
@@ -263,7 +264,7 @@ impl HttpEndpoint {
     /// POST an HTML form (`application/x-www-form-urlencoded`); any status is an answer.
     ///
     /// # Errors
-    /// As [`HttpEndpoint::exchange`].
+    /// As [`UrlClient::exchange`].
     pub async fn post_form(
         &self,
         url: &str,
@@ -383,7 +384,7 @@ mod tests {
             ca: Some(("--etcd-ca", missing.clone())),
             ..ClientFiles::default()
         };
-        let e = HttpEndpoint::new(&files, Duration::from_secs(1))
+        let e = UrlClient::new(&files, Duration::from_secs(1))
             .err()
             .unwrap()
             .to_string();
@@ -398,7 +399,7 @@ mod tests {
             ca: Some(("--prometheus-ca", text.clone())),
             ..ClientFiles::default()
         };
-        let e = HttpEndpoint::new(&files, Duration::from_secs(1))
+        let e = UrlClient::new(&files, Duration::from_secs(1))
             .err()
             .unwrap()
             .to_string();
@@ -410,7 +411,7 @@ mod tests {
             bearer_token: Some(("--prometheus-bearer-token-file", token)),
             ..ClientFiles::default()
         };
-        let e = HttpEndpoint::new(&files, Duration::from_secs(1))
+        let e = UrlClient::new(&files, Duration::from_secs(1))
             .err()
             .unwrap()
             .to_string();
@@ -431,7 +432,7 @@ mod tests {
             identity: Some((("--etcd-cert", cert.clone()), ("--etcd-key", cert.clone()))),
             ..ClientFiles::default()
         };
-        let e = HttpEndpoint::new(&files, Duration::from_secs(1))
+        let e = UrlClient::new(&files, Duration::from_secs(1))
             .err()
             .unwrap()
             .to_string();

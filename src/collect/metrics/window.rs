@@ -11,11 +11,11 @@
 
 use tokio::time::Instant;
 
-use super::etcd::{self, Etcd};
-use super::metrics::{ScrapeLimits, Scraped};
-use super::{Fetcher, bounded, gap_for, metrics};
+use super::scrape::{self, ScrapeLimits, Scraped};
 use crate::bundle::{Gap, GapReason, MetricTarget, MetricsSource};
+use crate::collect::etcd::{self, Etcd};
 use crate::collect::fetch::FetchError;
+use crate::collect::{Fetcher, bounded, gap_for};
 use crate::promtext::MetricFamily;
 
 /// One successful scrape.
@@ -77,7 +77,7 @@ impl Scrapes<'_> {
     async fn round(&self, apiserver: bool, etcd: bool, deadline: Instant) -> Round {
         let a = async {
             if apiserver {
-                Some(bounded(deadline, timed(metrics::scrape(self.fetcher, self.limits))).await)
+                Some(bounded(deadline, timed(scrape::scrape(self.fetcher, self.limits))).await)
             } else {
                 None
             }
@@ -145,7 +145,7 @@ fn finish_one(
         Some(Ok(one)) => {
             let source = match second {
                 Some(Ok(two)) => {
-                    metrics::windowed(target, origin, one.families, two.families, one.at, two.at)
+                    scrape::windowed(target, origin, one.families, two.families, one.at, two.at)
                 }
                 Some(Err(e)) => {
                     out.1.push(Gap::new(
@@ -153,9 +153,9 @@ fn finish_one(
                         e.gap_reason(),
                         format!("second scrape failed ({e}); counters are cumulative history only"),
                     ));
-                    metrics::single(target, origin, one.families, one.at)
+                    scrape::single(target, origin, one.families, one.at)
                 }
-                None => metrics::single(target, origin, one.families, one.at),
+                None => scrape::single(target, origin, one.families, one.at),
             };
             out.0.push(source);
         }

@@ -1,4 +1,7 @@
-//! The storage layer between the REST handlers and the store: injected faults and etcd metrics.
+//! What happens around each store operation, between the REST handlers and [`super::store`]: the
+//! scenario's injected storage faults and the etcd metrics kube-apiserver's storage layer records.
+//! It does not hold objects (the store does) nor serve etcd's own `/metrics`
+//! ([`super::etcd_metrics_server`]).
 //!
 //! Every store operation of a request goes through [`storage_op`], which applies the scenario's
 //! faults for that resource and operation (added latency, holding until the test releases it, an

@@ -13,18 +13,18 @@ use crate::refserver::RunningServer;
 ///
 /// # Errors
 /// When the temporary CA file cannot be written, or the client cannot be configured.
-pub async fn collect_beside(
+pub async fn collect_from_refserver(
     server: &RunningServer,
     opts: CollectOptions,
 ) -> anyhow::Result<EvidenceBundle> {
-    collect_beside_with(server, opts, &NoProgress).await
+    collect_from_refserver_with(server, opts, &NoProgress).await
 }
 
-/// [`collect_beside`], reporting progress (`scan --demo` on a terminal).
+/// [`collect_from_refserver`], reporting progress (`scan --demo` on a terminal).
 ///
 /// # Errors
-/// As [`collect_beside`].
-pub async fn collect_beside_with(
+/// As [`collect_from_refserver`].
+pub async fn collect_from_refserver_with(
     server: &RunningServer,
     mut opts: CollectOptions,
     progress: &dyn Progress,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use extpath::engine::{Filter, RuleSet, Settings, analyze};
 use serde_json::Value;
 
-use super::util::repo;
+use super::repo;
 
 /// The folder of the real captures.
 pub fn raw_dir() -> PathBuf {

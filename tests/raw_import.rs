@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use extpath::bundle::Kind;
 use extpath::bundle::observations::{Component, HealthEndpoint};
 use extpath::bundle::probes::WatchEnd;
 use extpath::bundle::{
@@ -29,7 +30,7 @@ fn import(dir: &Path) -> EvidenceBundle {
 const WARDLE: &str = "v1alpha1.wardle.example.com";
 
 fn wardle() -> ObjectRef {
-    ObjectRef::cluster("APIService", WARDLE)
+    ObjectRef::cluster(Kind::ApiService, WARDLE)
 }
 
 fn available(b: &EvidenceBundle) -> (String, String, String) {
@@ -280,8 +281,10 @@ fn check(case: &str, b: &EvidenceBundle) {
             );
         }
         "09-validating-webhook-unreachable" => {
-            let hook =
-                ObjectRef::cluster("ValidatingWebhook", "vwh-unreachable.webhook.example.com");
+            let hook = ObjectRef::cluster(
+                Kind::ValidatingWebhook,
+                "vwh-unreachable.webhook.example.com",
+            );
             probe(b, "500 failed calling webhook", |p| {
                 p.status == Some(500)
                     && p.target.as_ref() == Some(&hook)
@@ -323,7 +326,10 @@ fn check(case: &str, b: &EvidenceBundle) {
                     && p.headers.retry_after.as_deref() == Some("1")
                     && p.headers.flow_schema_uid.as_deref() == Some(fs.uid.as_str())
             });
-            assert_eq!(p.target, Some(ObjectRef::cluster("FlowSchema", "flooders")));
+            assert_eq!(
+                p.target,
+                Some(ObjectRef::cluster(Kind::FlowSchema, "flooders"))
+            );
             probe(b, "the flood folded into one probe", |p| {
                 p.status_counts.get("429") == Some(&1964) && p.attempts == 2024
             });
@@ -413,7 +419,8 @@ fn check(case: &str, b: &EvidenceBundle) {
             assert_eq!(f.count, 2);
         }
         "20a-mutating-webhook-unreachable" => {
-            let hook = ObjectRef::cluster("MutatingWebhook", "mwh-unreachable.webhook.example.com");
+            let hook =
+                ObjectRef::cluster(Kind::MutatingWebhook, "mwh-unreachable.webhook.example.com");
             probe(b, "500 failed calling webhook", |p| {
                 p.status == Some(500)
                     && p.target.as_ref() == Some(&hook)
@@ -436,7 +443,7 @@ fn check(case: &str, b: &EvidenceBundle) {
             assert_eq!(finding(b, "webhook-failing-closed").target, Some(hook));
         }
         "20b-validating-webhook-policy-deny" => {
-            let hook = ObjectRef::cluster("ValidatingWebhook", "vwh-deny.webhook.example.com");
+            let hook = ObjectRef::cluster(Kind::ValidatingWebhook, "vwh-deny.webhook.example.com");
             probe(b, "403 denied the request", |p| {
                 p.status == Some(403)
                     && p.target.as_ref() == Some(&hook)

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use extpath::bundle::Kind;
 use extpath::bundle::raw::{ImportOptions, import_paths_with};
 use extpath::bundle::{EvidenceBundle, HopLayer, TimedCall};
 use extpath::engine::{Filter, RuleSet, Settings, analyze};
@@ -54,7 +55,7 @@ fn a_slow_fail_open_webhook_is_an_admission_warning_naming_its_times_and_timeout
     assert!(calls.iter().all(|c| {
         c.layer() == HopLayer::Admission
             && c.target().is_some_and(|t| {
-                t.kind == "ValidatingWebhook" && t.name == "slow.policy.example.com"
+                t.kind == Kind::ValidatingWebhook && t.name == "slow.policy.example.com"
             })
     }));
     let doc = diagnose(&b);

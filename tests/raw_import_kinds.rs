@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use extpath::bundle::Kind;
 use extpath::bundle::observations::{Component, HealthEndpoint};
 use extpath::bundle::{EvidenceBundle, MetricTarget, ObjectRef, TimeBasis};
 use extpath::pki::generate::{LeafSpec, TestCa, Validity};
@@ -52,14 +53,14 @@ metadata: {name: ignored, namespace: hooks}
     let b = import_dir(tmp.path());
     let w = &b.webhooks[0];
     // admissionregistration v1beta1 defaults: Ignore and 30 s (v1 would be Fail and 10 s).
-    assert_eq!(w.failure_policy, "Ignore");
+    assert_eq!(w.failure_policy, extpath::bundle::FailurePolicy::Ignore);
     assert_eq!(w.effective_timeout_seconds, 30);
     let e = &b.events[0];
     assert_eq!((e.reason.as_str(), e.count), ("BackOff", 7));
     assert_eq!(e.message, "Back-off restarting failed container");
     assert_eq!(
         e.involved,
-        ObjectRef::namespaced("Pod", "hooks", "legacy-0")
+        ObjectRef::namespaced(Kind::Pod, "hooks", "legacy-0")
     );
     assert_eq!(
         b.collection.collected_at.unwrap().to_string(),
@@ -106,7 +107,10 @@ fn curl_verbose_output_keeps_the_request_line_and_drops_request_headers() {
     assert_eq!(p.status, Some(503));
     assert_eq!(
         p.target,
-        Some(ObjectRef::cluster("APIService", "v1beta1.metrics.k8s.io"))
+        Some(ObjectRef::cluster(
+            Kind::ApiService,
+            "v1beta1.metrics.k8s.io"
+        ))
     );
     assert_eq!(
         p.body.as_deref(),
@@ -283,7 +287,7 @@ fn a_served_leaf_is_judged_at_the_collection_time_not_now() {
     assert_eq!(
         c.origin.owner,
         Some(ObjectRef::cluster(
-            "ValidatingWebhook",
+            Kind::ValidatingWebhook,
             "check.hooks.example.com"
         ))
     );

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use extpath::bundle::Kind;
 use extpath::bundle::raw::{ImportOptions, import_paths_with};
 use extpath::bundle::{EvidenceBundle, GapReason};
 
@@ -340,7 +341,7 @@ fn the_misdetection_fixtures_are_read_as_what_they_are() {
         .iter()
         .filter(|c| {
             c.origin.owner.as_ref().is_some_and(|o| {
-                o.kind == "ConfigMap" && o.name == "extension-apiserver-authentication"
+                o.kind == Kind::ConfigMap && o.name == "extension-apiserver-authentication"
             })
         })
         .map(|c| c.subject.as_str())

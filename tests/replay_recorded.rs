@@ -21,7 +21,10 @@ use std::time::Duration;
 use extpath::bundle::carried::{carried, merge};
 use extpath::bundle::metrics::{SeriesWindow, default_selection};
 use extpath::bundle::probes::ProbeKind;
-use extpath::bundle::{CertSource, Collection, EvidenceBundle, Probe, WebhookKind, load_bundle};
+use extpath::bundle::{
+    CertSource, Collection, EvidenceBundle, FailurePolicy, MatchPolicy, Probe, WebhookKind,
+    load_bundle,
+};
 use extpath::collect::refs::References;
 use extpath::collect::{CollectOptions, EtcdOptions};
 use extpath::engine::{Filter, RuleSet, Settings, analyze};
@@ -163,12 +166,12 @@ fn normalise(b: &EvidenceBundle, recording: &EvidenceBundle) -> Value {
         }
     }
     for w in &mut b.webhooks {
-        w.side_effects = w.side_effects.take().filter(|s| !s.is_empty());
-        if w.failure_policy.is_empty() {
-            w.failure_policy = "Fail".into();
+        w.side_effects = w.side_effects.take().filter(|s| !s.as_str().is_empty());
+        if w.failure_policy.as_str().is_empty() {
+            w.failure_policy = FailurePolicy::default();
         }
-        if w.match_policy.is_empty() {
-            w.match_policy = "Equivalent".into();
+        if w.match_policy.as_str().is_empty() {
+            w.match_policy = MatchPolicy::default();
         }
         if w.kind == WebhookKind::Mutating {
             w.reinvocation_policy.get_or_insert_with(|| "Never".into());

@@ -2,9 +2,8 @@
 //! `--fail-on` gate (DESIGN §4).
 
 use extpath::engine::diagnosis::{Class, Diagnosis, Severity};
-use extpath::engine::waivers::{
-    WaiverError, apply_waivers, exceeds, load_waivers, parse_waivers, worst_unwaived,
-};
+use extpath::engine::gate::{exceeds, worst};
+use extpath::engine::waivers::{WaiverError, apply_waivers, load_waivers, parse_waivers};
 use jiff::civil::date;
 
 use crate::util::report_cases as cases;
@@ -293,7 +292,7 @@ fn the_gate_counts_inconclusive_as_warning_and_never_healthy() {
     }
     assert!(exceeds(&d, Severity::Warning));
     assert!(!exceeds(&d, Severity::Critical));
-    assert_eq!(worst_unwaived(&d), Severity::Warning);
+    assert_eq!(worst(&d.verdicts), Severity::Warning);
 
     // The waived warning does not count; without the inconclusive verdict nothing does.
     d.verdicts.retain(|v| v.class != Class::Inconclusive);

@@ -12,7 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use extpath::bundle::{LabelSelector, LabelSelectorRequirement, Webhook, WebhookKind, WebhookRule};
+use extpath::bundle::{
+    LabelSelector, LabelSelectorRequirement, MatchPolicy, Webhook, WebhookKind, WebhookRule,
+};
 use extpath::collect::why::flow_match::{self, FlowRequest};
 use extpath::collect::why::webhook_match::{self, AdmissionRequest, Decision};
 use extpath::pki::generate::{LeafSpec, TestCa, Validity};
@@ -239,7 +241,9 @@ fn webhook_matching_agrees_with_apiserver_on_both_sides() {
             kind: WebhookKind::Validating,
             configuration: "table".into(),
             name: "table.example.com".into(),
-            match_policy: w["matchPolicy"].as_str().unwrap_or("Equivalent").into(),
+            match_policy: w["matchPolicy"]
+                .as_str()
+                .map_or(MatchPolicy::default(), MatchPolicy::parse),
             rules: w["rules"]
                 .as_array()
                 .into_iter()

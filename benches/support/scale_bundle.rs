@@ -196,7 +196,7 @@ fn probe(path: String, target: &str, failing: bool, rung: Rung) -> Probe {
     p.path = Some(path);
     p.latency_ms = Some(3.0);
     p.rung = Some(rung);
-    p.target = Some(ObjectRef::cluster("APIService", target));
+    p.target = Some(ObjectRef::cluster(Kind::ApiService, target));
     if failing {
         p.status = Some(503);
         let message =
@@ -311,7 +311,7 @@ pub fn generate(shape: &Shape) -> Generated {
                 ready: vec![EndpointAddress {
                     ip: "10.244.0.1".into(),
                     target_ref: Some(TargetRef {
-                        kind: "Pod".into(),
+                        kind: Kind::Pod,
                         namespace: Some(ns.clone()),
                         name: "api-0".into(),
                     }),
@@ -359,8 +359,8 @@ pub fn generate(shape: &Shape) -> Generated {
             },
             timeout_seconds: Some(10),
             effective_timeout_seconds: 10,
-            failure_policy: "Fail".into(),
-            match_policy: "Equivalent".into(),
+            failure_policy: FailurePolicy::Fail,
+            match_policy: MatchPolicy::Equivalent,
             rules: vec![WebhookRule {
                 operations: vec!["CREATE".into()],
                 api_groups: vec!["".into()],

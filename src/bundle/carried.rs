@@ -30,6 +30,7 @@
 //! `recording`. Objects, other metrics and gaps of the merged file are not merged: the collection
 //! has its own.
 
+use super::Kind;
 use super::metrics::MetricTarget;
 use super::observations::HealthEndpoint;
 use super::probes::ProbeKind;
@@ -67,7 +68,7 @@ pub fn discovery_path(group: &str, version: &str) -> String {
 /// The remote APIService a probe of extpath's tested, and the discovery path of its group/version.
 fn remote_target<'b>(bundle: &'b EvidenceBundle, p: &Probe) -> Option<(&'b str, String)> {
     let t = p.target.as_ref()?;
-    if t.kind != "APIService" {
+    if t.kind != Kind::ApiService {
         return None;
     }
     let a = bundle.api_service(&t.name).filter(|a| !a.is_local())?;
@@ -183,16 +184,14 @@ fn certificate_served(bundle: &EvidenceBundle, c: &super::Certificate) -> bool {
 
 /// Whether `owner` is an object of the bundle whose caBundle is set.
 fn owner_has_ca_bundle(bundle: &EvidenceBundle, owner: &ObjectRef) -> bool {
-    match owner.kind.as_str() {
-        "APIService" => bundle
+    match owner.kind {
+        Kind::ApiService => bundle
             .api_service(&owner.name)
             .is_some_and(|a| a.ca_bundle_present),
-        "ValidatingWebhook" | "MutatingWebhook" => bundle.webhooks.iter().any(|w| {
-            w.kind.subject_kind() == owner.kind
-                && w.name == owner.name
-                && w.target.ca_bundle_present
+        Kind::ValidatingWebhook | Kind::MutatingWebhook => bundle.webhooks.iter().any(|w| {
+            w.kind.object_kind() == owner.kind && w.name == owner.name && w.target.ca_bundle_present
         }),
-        "CustomResourceDefinition" => bundle.crds.iter().any(|c| {
+        Kind::CustomResourceDefinition => bundle.crds.iter().any(|c| {
             c.name == owner.name
                 && c.conversion
                     .webhook

@@ -19,7 +19,8 @@ use serde_json::Value;
 use super::certs::{CertOrigin, CertSource, Certificate};
 use super::objects::*;
 use super::observations::{Event, Gap, GapReason};
-use super::{EvidenceBundle, ObjectRef};
+use super::vocab::{FailurePolicy, MatchPolicy, SideEffects, WebhookDefaults};
+use super::{EvidenceBundle, Kind, ObjectRef};
 
 fn name_of(meta: &meta::ObjectMeta) -> String {
     meta.name.clone().unwrap_or_default()
@@ -85,7 +86,7 @@ pub fn add_ca_bundle(
 pub fn add_api_service(bundle: &mut EvidenceBundle, obj: &apireg::APIService, file: Option<&str>) {
     let name = name_of(&obj.metadata);
     let spec = obj.spec.clone().unwrap_or_default();
-    let owner = ObjectRef::cluster("APIService", &name);
+    let owner = ObjectRef::cluster(Kind::ApiService, &name);
     let ca = spec
         .ca_bundle
         .as_ref()
@@ -165,7 +166,7 @@ pub fn add_service(bundle: &mut EvidenceBundle, obj: &core::Service) {
 
 fn target_ref(r: &core::ObjectReference) -> TargetRef {
     TargetRef {
-        kind: r.kind.clone().unwrap_or_default(),
+        kind: Kind::parse(r.kind.as_deref().unwrap_or_default()),
         namespace: r.namespace.clone(),
         name: r.name.clone().unwrap_or_default(),
     }
@@ -350,6 +351,44 @@ fn admission_target(
     }
 }
 
+/// One bundle [`Webhook`] from a `webhooks[]` entry. k8s-openapi gives validating and mutating
+/// webhooks two types whose shared fields have the same names, so this one mapping serves both;
+/// the defaults are admissionregistration v1's (`SetDefaults_ValidatingWebhook`,
+/// `SetDefaults_MutatingWebhook`: [`WebhookDefaults::V1`]); v1beta1 defaulted differently, so raw
+/// v1beta1 objects have theirs written out before they reach here.
+macro_rules! webhook_of {
+    ($bundle:expr, $file:expr, $kind:expr, $configuration:expr, $w:expr, $reinvocation:expr) => {{
+        let w = $w;
+        let kind: WebhookKind = $kind;
+        let owner = ObjectRef::cluster(kind.object_kind(), &w.name);
+        let target = admission_target($bundle, &owner, &w.client_config, $file);
+        let defaults = &WebhookDefaults::V1;
+        Webhook {
+            kind,
+            configuration: $configuration,
+            name: w.name.clone(),
+            target,
+            timeout_seconds: w.timeout_seconds,
+            effective_timeout_seconds: w.timeout_seconds.unwrap_or(defaults.timeout_seconds),
+            failure_policy: w
+                .failure_policy
+                .as_deref()
+                .map_or(defaults.failure_policy.clone(), FailurePolicy::parse),
+            match_policy: w
+                .match_policy
+                .as_deref()
+                .map_or(defaults.match_policy.clone(), MatchPolicy::parse),
+            side_effects: Some(SideEffects::parse(&w.side_effects)),
+            reinvocation_policy: $reinvocation,
+            rules: rules(w.rules.as_ref()),
+            namespace_selector: label_selector(w.namespace_selector.as_ref()),
+            object_selector: label_selector(w.object_selector.as_ref()),
+            match_conditions: w.match_conditions.as_ref().map_or(0, Vec::len),
+            admission_review_versions: w.admission_review_versions.clone(),
+        }
+    }};
+}
+
 /// Every webhook of a ValidatingWebhookConfiguration.
 pub fn add_validating_configuration(
     bundle: &mut EvidenceBundle,
@@ -358,32 +397,15 @@ pub fn add_validating_configuration(
 ) {
     let configuration = name_of(&obj.metadata);
     for w in obj.webhooks.iter().flatten() {
-        let owner = ObjectRef::cluster("ValidatingWebhook", &w.name);
-        let target = admission_target(bundle, &owner, &w.client_config, file);
-        bundle.webhooks.push(Webhook {
-            kind: WebhookKind::Validating,
-            configuration: configuration.clone(),
-            name: w.name.clone(),
-            target,
-            timeout_seconds: w.timeout_seconds,
-            // The admissionregistration/v1 defaults (SetDefaults_ValidatingWebhook): timeout 10 s,
-            // failurePolicy Fail, matchPolicy Equivalent. v1beta1 defaulted to 30 s, Ignore and
-            // Exact, so objects written through v1beta1 carry those explicitly and need no default
-            // here.
-            effective_timeout_seconds: w.timeout_seconds.unwrap_or(10),
-            failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
-            match_policy: w
-                .match_policy
-                .clone()
-                .unwrap_or_else(|| "Equivalent".into()),
-            side_effects: Some(w.side_effects.clone()),
-            reinvocation_policy: None,
-            rules: rules(w.rules.as_ref()),
-            namespace_selector: label_selector(w.namespace_selector.as_ref()),
-            object_selector: label_selector(w.object_selector.as_ref()),
-            match_conditions: w.match_conditions.as_ref().map_or(0, Vec::len),
-            admission_review_versions: w.admission_review_versions.clone(),
-        });
+        let hook = webhook_of!(
+            bundle,
+            file,
+            WebhookKind::Validating,
+            configuration.clone(),
+            w,
+            None
+        );
+        bundle.webhooks.push(hook);
     }
 }
 
@@ -395,34 +417,21 @@ pub fn add_mutating_configuration(
 ) {
     let configuration = name_of(&obj.metadata);
     for w in obj.webhooks.iter().flatten() {
-        let owner = ObjectRef::cluster("MutatingWebhook", &w.name);
-        let target = admission_target(bundle, &owner, &w.client_config, file);
-        bundle.webhooks.push(Webhook {
-            kind: WebhookKind::Mutating,
-            configuration: configuration.clone(),
-            name: w.name.clone(),
-            target,
-            timeout_seconds: w.timeout_seconds,
-            // The same v1 defaults as for validating webhooks (SetDefaults_MutatingWebhook), plus
-            // reinvocationPolicy Never.
-            effective_timeout_seconds: w.timeout_seconds.unwrap_or(10),
-            failure_policy: w.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
-            match_policy: w
-                .match_policy
+        // `reinvocationPolicy` is mutating-only; `Never` is its default.
+        let reinvocation = Some(
+            w.reinvocation_policy
                 .clone()
-                .unwrap_or_else(|| "Equivalent".into()),
-            side_effects: Some(w.side_effects.clone()),
-            reinvocation_policy: Some(
-                w.reinvocation_policy
-                    .clone()
-                    .unwrap_or_else(|| "Never".into()),
-            ),
-            rules: rules(w.rules.as_ref()),
-            namespace_selector: label_selector(w.namespace_selector.as_ref()),
-            object_selector: label_selector(w.object_selector.as_ref()),
-            match_conditions: w.match_conditions.as_ref().map_or(0, Vec::len),
-            admission_review_versions: w.admission_review_versions.clone(),
-        });
+                .unwrap_or_else(|| "Never".into()),
+        );
+        let hook = webhook_of!(
+            bundle,
+            file,
+            WebhookKind::Mutating,
+            configuration.clone(),
+            w,
+            reinvocation
+        );
+        bundle.webhooks.push(hook);
     }
 }
 
@@ -433,7 +442,7 @@ pub fn add_crd(
     file: Option<&str>,
 ) {
     let name = name_of(&obj.metadata);
-    let owner = ObjectRef::cluster("CustomResourceDefinition", &name);
+    let owner = ObjectRef::cluster(Kind::CustomResourceDefinition, &name);
     let spec = &obj.spec;
     let conversion = match &spec.conversion {
         Some(c) => {
@@ -522,7 +531,7 @@ pub fn event(obj: &core::Event) -> Event {
     let inv = &obj.involved_object;
     Event {
         involved: ObjectRef {
-            kind: inv.kind.clone().unwrap_or_default(),
+            kind: Kind::parse(inv.kind.as_deref().unwrap_or_default()),
             name: inv.name.clone().unwrap_or_default(),
             namespace: inv.namespace.clone(),
         },
@@ -725,7 +734,7 @@ mod tests {
         let w = &b.webhooks[0];
         assert_eq!(w.effective_timeout_seconds, 10);
         assert_eq!(w.timeout_seconds, None);
-        assert_eq!(w.failure_policy, "Fail");
+        assert_eq!(w.failure_policy, FailurePolicy::Fail);
         assert_eq!(w.target.service.as_ref().unwrap().port, Some(443));
         assert_eq!(w.target.server_name().as_deref(), Some("svc.ns.svc"));
     }

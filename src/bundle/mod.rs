@@ -32,6 +32,7 @@ pub mod raw;
 pub mod rbac;
 pub mod to_k8s;
 pub mod trace;
+pub mod vocab;
 pub mod yaml_limits;
 
 use schemars::JsonSchema;
@@ -49,6 +50,7 @@ pub use observations::{
 };
 pub use probes::{Probe, ProbeOrigin, Rung, StatusBody, StatusCause, WatchOutcome};
 pub use rbac::{PolicyRule, RbacBinding, RbacRole, RbacSubject, RoleRef};
+pub use vocab::{FailurePolicy, Kind, MatchPolicy, SideEffects, WebhookDefaults};
 
 /// `apiVersion` of every bundle this version of extpath writes and reads.
 pub const API_VERSION: &str = "extpath.dev/v1alpha1";
@@ -298,7 +300,7 @@ pub enum CollectionSource {
 #[serde(deny_unknown_fields)]
 pub struct ObjectRef {
     /// Kind, e.g. `APIService`, `ValidatingWebhook`, `CustomResourceDefinition`, `Service`.
-    pub kind: String,
+    pub kind: Kind,
     /// Object name (for webhooks, the webhook's own `webhooks[].name`).
     pub name: String,
     /// Namespace, for namespaced objects.
@@ -308,17 +310,17 @@ pub struct ObjectRef {
 
 impl ObjectRef {
     /// A cluster-scoped reference.
-    pub fn cluster(kind: &str, name: &str) -> Self {
+    pub fn cluster(kind: Kind, name: &str) -> Self {
         ObjectRef {
-            kind: kind.to_string(),
+            kind,
             name: name.to_string(),
             namespace: None,
         }
     }
     /// A namespaced reference.
-    pub fn namespaced(kind: &str, namespace: &str, name: &str) -> Self {
+    pub fn namespaced(kind: Kind, namespace: &str, name: &str) -> Self {
         ObjectRef {
-            kind: kind.to_string(),
+            kind,
             name: name.to_string(),
             namespace: Some(namespace.to_string()),
         }

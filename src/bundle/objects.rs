@@ -2,8 +2,8 @@
 //!
 //! Each type here is filled from a typed Kubernetes object by [`super::from_k8s`] (live collection and
 //! raw import share that mapping). Defaults that the API server applies (webhook `timeoutSeconds` 10,
-//! `failurePolicy` Fail) are recorded as the *effective* value, with the raw field kept beside it, so a
-//! rule never has to know an API default.
+//! `failurePolicy` Fail; the table is [`super::vocab::WebhookDefaults`]) are recorded as the
+//! *effective* value, with the raw field kept beside it, so a rule never has to know an API default.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -138,11 +138,11 @@ pub struct Service {
 }
 
 /// A reference from an endpoint address to the object behind it (usually a Pod).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetRef {
     /// Usually `Pod`.
-    pub kind: String,
+    pub kind: super::Kind,
     /// Namespace of the target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
@@ -293,11 +293,12 @@ pub enum WebhookKind {
 }
 
 impl WebhookKind {
-    /// The subject kind of a webhook of this kind: `ValidatingWebhook` or `MutatingWebhook`.
-    pub fn subject_kind(self) -> &'static str {
+    /// The kind a reference to one webhook of this kind carries: `ValidatingWebhook` or
+    /// `MutatingWebhook`.
+    pub fn object_kind(self) -> super::Kind {
         match self {
-            WebhookKind::Validating => "ValidatingWebhook",
-            WebhookKind::Mutating => "MutatingWebhook",
+            WebhookKind::Validating => super::Kind::ValidatingWebhook,
+            WebhookKind::Mutating => super::Kind::MutatingWebhook,
         }
     }
     /// The kind of the configuration object that holds it.
@@ -445,12 +446,12 @@ pub struct Webhook {
     /// Effective timeout: `timeoutSeconds`, or 10 (the v1 default).
     pub effective_timeout_seconds: i32,
     /// Effective `failurePolicy`: `Fail` (the v1 default) or `Ignore`.
-    pub failure_policy: String,
+    pub failure_policy: super::FailurePolicy,
     /// Effective `matchPolicy` (`Equivalent` by default).
-    pub match_policy: String,
+    pub match_policy: super::MatchPolicy,
     /// `sideEffects`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub side_effects: Option<String>,
+    pub side_effects: Option<super::SideEffects>,
     /// `reinvocationPolicy` (mutating only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reinvocation_policy: Option<String>,

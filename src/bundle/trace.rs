@@ -194,7 +194,7 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebhookMatch {
     /// `ValidatingWebhook` or `MutatingWebhook`.
-    pub kind: String,
+    pub kind: super::Kind,
     /// The webhook's name.
     pub name: String,
     /// Its configuration.

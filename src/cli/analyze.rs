@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{EXIT_FINDINGS, EXIT_OK, input_error};
-use crate::engine::waivers::{Waivers, apply_waivers, check_rule_ids, exceeds, parse_waivers};
+use crate::engine::gate::exceeds;
+use crate::engine::waivers::{Waivers, apply_waivers, check_rule_ids, parse_waivers};
 use crate::engine::{
     Class, Diagnosis, Filter, RuleSet, Settings, Severity, filter::SubjectPattern,
 };

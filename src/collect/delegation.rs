@@ -131,6 +131,7 @@ pub fn classify(owner: ObjectRef, path: &str, res: &Result<Response, FetchError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bundle::Kind;
     use crate::bundle::probes::ResponseHeaders;
 
     fn answer(status: u16, body: &str) -> Result<Response, FetchError> {
@@ -149,7 +150,7 @@ mod tests {
     }
 
     fn owner() -> ObjectRef {
-        ObjectRef::cluster("APIService", "v1alpha1.wardle.example.com")
+        ObjectRef::cluster(Kind::ApiService, "v1alpha1.wardle.example.com")
     }
 
     const PATH: &str = "/apis/wardle.example.com/v1alpha1";

@@ -14,7 +14,9 @@ use tokio::time::Instant;
 use super::fetch::Response;
 use super::{FetchError, Fetcher};
 use crate::bundle::probes::{ClientTool, ProbeKind};
-use crate::bundle::{EvidenceBundle, Gap, GapReason, ObjectRef, Probe, ProbeOrigin, Rung, Webhook};
+use crate::bundle::{
+    EvidenceBundle, Gap, GapReason, Kind, ObjectRef, Probe, ProbeOrigin, Rung, Webhook,
+};
 
 const IN_FLIGHT: usize = 64;
 
@@ -114,7 +116,7 @@ pub async fn probe_all(
         .collect();
     let results = futures::stream::iter(remote)
         .map(|(name, group, version)| async move {
-            let owner = ObjectRef::cluster("APIService", &name);
+            let owner = ObjectRef::cluster(Kind::ApiService, &name);
             let path = discovery_path(&group, &version);
             let res =
                 match tokio::time::timeout_at(deadline, f.request(http::Method::GET, &path, None))
@@ -284,7 +286,7 @@ pub async fn probe_admission(
         };
     let mut probes = Vec::new();
     for w in &bundle.webhooks {
-        let owner = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
+        let owner = ObjectRef::cluster(w.kind.object_kind(), &w.name);
         let Some((ns, object)) = admission_probe_for(w, &namespaces, preferred_namespace) else {
             gaps.push(Gap::new(
                 format!("probes/admission/{owner}"),

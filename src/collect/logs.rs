@@ -24,7 +24,7 @@ use super::fetch::{status_error, urlencode};
 use super::refs::References;
 use super::{FetchError, Fetcher};
 use crate::bundle::observations::Component;
-use crate::bundle::{EvidenceBundle, Gap, LogFinding};
+use crate::bundle::{EvidenceBundle, Gap, Kind, LogFinding};
 
 /// Pods read per Service: replicas of one server write the same errors.
 pub const PODS_PER_SERVICE: usize = 3;
@@ -52,8 +52,8 @@ fn container_of(pod: &core::Pod) -> Option<String> {
 }
 
 /// Who writes the log of a Pod behind `owner_kind`, when its lines do not say.
-fn writer_of(owner_kind: &str) -> Component {
-    if owner_kind == "APIService" {
+fn writer_of(owner_kind: &Kind) -> Component {
+    if *owner_kind == Kind::ApiService {
         Component::ExtensionApiserver
     } else {
         Component::Webhook
@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn known_lines_are_kept_and_attached_to_what_the_pod_serves() {
         let b = EvidenceBundle::new(CollectionSource::Unknown);
-        let owner = ObjectRef::cluster("APIService", "v1alpha1.wardle.example.com");
+        let owner = ObjectRef::cluster(Kind::ApiService, "v1alpha1.wardle.example.com");
         let now: jiff::Timestamp = "2026-11-29T09:00:00Z".parse().unwrap();
         let found = attach(SAR, "pods/w/p/log", std::slice::from_ref(&owner), now, &b);
         assert_eq!(found.len(), 1, "{found:?}");
@@ -206,6 +206,7 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(container_of(&pod).as_deref(), Some("only"));
-        assert_eq!(writer_of("ValidatingWebhook"), Component::Webhook);
+        assert_eq!(writer_of(&Kind::ValidatingWebhook), Component::Webhook);
+        assert_eq!(writer_of(&Kind::ApiService), Component::ExtensionApiserver);
     }
 }

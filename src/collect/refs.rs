@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::bundle::{EvidenceBundle, ObjectRef, ServiceRef};
+use crate::bundle::{EvidenceBundle, Kind, ObjectRef, ServiceRef};
 
 /// One backend: an object (APIService, webhook, conversion webhook) and the Service it calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,12 +31,12 @@ impl References {
         let mut r = References::default();
         for a in &bundle.api_services {
             if let Some(s) = &a.service {
-                r.add(ObjectRef::cluster("APIService", &a.name), s);
+                r.add(ObjectRef::cluster(Kind::ApiService, &a.name), s);
             }
         }
         for w in &bundle.webhooks {
             if let Some(s) = &w.target.service {
-                r.add(ObjectRef::cluster(w.kind.subject_kind(), &w.name), s);
+                r.add(ObjectRef::cluster(w.kind.object_kind(), &w.name), s);
             }
         }
         for c in &bundle.crds {
@@ -46,7 +46,10 @@ impl References {
                 .as_ref()
                 .and_then(|w| w.service.as_ref())
             {
-                r.add(ObjectRef::cluster("CustomResourceDefinition", &c.name), s);
+                r.add(
+                    ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name),
+                    s,
+                );
             }
         }
         r

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::{Gap, Rung};
+use crate::bundle::{Gap, Kind, Rung};
 
 /// `apiVersion` of a Diagnosis document.
 pub const DIAGNOSIS_API_VERSION: &str = "extpath.dev/v1alpha2";
@@ -212,6 +212,41 @@ impl SubjectKind {
                 }
                 _ => None,
             })
+    }
+}
+
+impl SubjectKind {
+    /// The subject kind an object of bundle kind `kind` is judged as, if the engine judges that
+    /// kind (a Service or a Pod is evidence about a subject, never one itself).
+    pub fn of_object(kind: &Kind) -> Option<SubjectKind> {
+        match kind {
+            Kind::ApiService => Some(SubjectKind::ApiService),
+            Kind::ValidatingWebhook => Some(SubjectKind::ValidatingWebhook),
+            Kind::MutatingWebhook => Some(SubjectKind::MutatingWebhook),
+            Kind::CustomResourceDefinition => Some(SubjectKind::CustomResourceDefinition),
+            Kind::FlowSchema => Some(SubjectKind::FlowSchema),
+            Kind::Webhook | Kind::Service | Kind::Pod | Kind::ConfigMap | Kind::Deployment => None,
+            // A hand-written bundle may spell a kind as kubectl accepts it (`apiservices`), or
+            // name one only the engine has (`APIServer`): read as it always was.
+            Kind::Other(s) => SubjectKind::parse(s),
+        }
+    }
+
+    /// The bundle kind of the object a subject of this kind is, if it is one object (the API
+    /// server, etcd, a request and a source are not).
+    pub fn object_kind(self) -> Option<Kind> {
+        match self {
+            SubjectKind::ApiService => Some(Kind::ApiService),
+            SubjectKind::ValidatingWebhook => Some(Kind::ValidatingWebhook),
+            SubjectKind::MutatingWebhook => Some(Kind::MutatingWebhook),
+            SubjectKind::CustomResourceDefinition => Some(Kind::CustomResourceDefinition),
+            SubjectKind::FlowSchema => Some(Kind::FlowSchema),
+            SubjectKind::PriorityLevel
+            | SubjectKind::ApiServer
+            | SubjectKind::Etcd
+            | SubjectKind::Request
+            | SubjectKind::Source => None,
+        }
     }
 }
 
@@ -465,4 +500,35 @@ pub struct Diagnosis {
     pub waiver_notices: Vec<WaiverNotice>,
     /// Totals.
     pub summary: Summary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subject_kinds_and_bundle_kinds_map_both_ways() {
+        for s in SubjectKind::ALL {
+            if let Some(k) = s.object_kind() {
+                assert_eq!(SubjectKind::of_object(&k), Some(s), "{s}");
+                assert_eq!(k.as_str(), s.as_str());
+            }
+        }
+        // A judged kind is judged under the subject kind of the same name; evidence-only kinds
+        // (Service, Pod, an unknown webhook) are never subjects.
+        for k in Kind::KNOWN {
+            assert_eq!(
+                SubjectKind::of_object(k),
+                SubjectKind::parse(k.as_str()),
+                "{k}"
+            );
+        }
+        assert_eq!(SubjectKind::of_object(&Kind::Service), None);
+        assert_eq!(SubjectKind::of_object(&Kind::Webhook), None);
+        // As when kinds were strings, a kind spelled as kubectl accepts it still names a subject.
+        assert_eq!(
+            SubjectKind::of_object(&Kind::parse("apiservices")),
+            Some(SubjectKind::ApiService)
+        );
+    }
 }

@@ -15,7 +15,7 @@
 //! * [`rbac`] — RBAC evaluation over the bundle's roles and bindings (what an identity may do);
 //! * [`settings`], [`filter`] — thresholds and `analyze` filters;
 //! * [`diagnosis`] — the output contract.
-//! * [`waivers`] — waivers files for CI gates, and the `--fail-on` gate.
+//! * [`waivers`] — waivers files for CI gates; [`gate`] — the `--fail-on` gate policy.
 //! * [`why`] — one reproduced request's path, rung by rung, with the verdicts placed on its rungs
 //!   (`why`), and [`expect`] — a replayed scenario's verdicts compared with its `expect:` block.
 
@@ -26,6 +26,7 @@ pub mod expect;
 pub mod facts;
 pub mod filter;
 pub mod functions;
+pub mod gate;
 pub mod metrics_query;
 pub mod problems;
 pub mod rbac;

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::diagnosis::{Subject, SubjectKind};
 use crate::bundle::probes::ProbeKind;
 use crate::bundle::{
-    ApiService, Crd, EvidenceBundle, FlowSchema, ObjectRef, PriorityLevel, Probe, Webhook,
+    ApiService, Crd, EvidenceBundle, FlowSchema, Kind, ObjectRef, PriorityLevel, Probe, Webhook,
 };
 
 /// What a subject is, with the bundle data behind it.
@@ -134,10 +134,10 @@ impl<'b> Lookup<'b> {
     }
 
     /// The first webhook of this name and subject kind (`ValidatingWebhook`, `MutatingWebhook`).
-    pub fn webhook(&self, kind: &str, name: &str) -> Option<&'b Webhook> {
+    pub fn webhook(&self, kind: &Kind, name: &str) -> Option<&'b Webhook> {
         self.webhooks_named(name)
             .iter()
-            .find(|w| w.kind.subject_kind() == kind)
+            .find(|w| w.kind.object_kind() == *kind)
             .copied()
     }
 
@@ -175,7 +175,7 @@ impl<'b> Lookup<'b> {
 /// The object a probe concerns, as a reference (kind is a subject kind name).
 pub fn probe_target(lookup: &Lookup<'_>, probe: &Probe) -> Option<ObjectRef> {
     if let Some(t) = &probe.target
-        && SubjectKind::parse(&t.kind).is_some()
+        && SubjectKind::of_object(&t.kind).is_some()
     {
         return Some(t.clone());
     }
@@ -196,13 +196,13 @@ pub fn probe_target(lookup: &Lookup<'_>, probe: &Probe) -> Option<ObjectRef> {
         .filter(|a| version.is_empty() || a.version == version)
         .max_by_key(|a| a.version_priority.unwrap_or(0));
     if let Some(a) = remote {
-        return Some(ObjectRef::cluster("APIService", &a.name));
+        return Some(ObjectRef::cluster(Kind::ApiService, &a.name));
     }
     lookup
         .crds_in_group(&group)
         .iter()
         .find(|c| resource.is_empty() || c.plural == resource)
-        .map(|c| ObjectRef::cluster("CustomResourceDefinition", &c.name))
+        .map(|c| ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name))
 }
 
 /// The object an error text names: the webhook quoted in `failed calling webhook "…"` or `admission
@@ -214,12 +214,16 @@ pub fn text_target(lookup: &Lookup<'_>, text: &str) -> Option<ObjectRef> {
         .or_else(|| quoted_after(text, "rejected by webhook \""))
         && let Some(w) = lookup.webhooks_named(name).first()
     {
-        return Some(ObjectRef::cluster(w.kind.subject_kind(), &w.name));
+        return Some(ObjectRef::cluster(w.kind.object_kind(), &w.name));
     }
     if let Some(crd) = conversion_crd(lookup, text) {
-        return Some(ObjectRef::cluster("CustomResourceDefinition", &crd.name));
+        return Some(ObjectRef::cluster(
+            Kind::CustomResourceDefinition,
+            &crd.name,
+        ));
     }
-    discovery_failure_apiservice(lookup, text).map(|a| ObjectRef::cluster("APIService", &a.name))
+    discovery_failure_apiservice(lookup, text)
+        .map(|a| ObjectRef::cluster(Kind::ApiService, &a.name))
 }
 
 /// The text between `prefix` and the next `"`.
@@ -503,10 +507,10 @@ fn unique_home(
 }
 
 fn related_subject(r: &ObjectRef, lookup: &Lookup<'_>) -> Option<Subject> {
-    let kind = SubjectKind::parse(&r.kind)?;
+    let kind = SubjectKind::of_object(&r.kind)?;
     let parent = match kind {
         SubjectKind::ValidatingWebhook | SubjectKind::MutatingWebhook => lookup
-            .webhook(kind.as_str(), &r.name)
+            .webhook(&kind.object_kind()?, &r.name)
             .map(|w| w.configuration.as_str()),
         _ => None,
     };

@@ -1,4 +1,4 @@
-//! Waivers for CI gates, and the gate itself.
+//! Waivers for CI gates (the gate itself is [`super::gate`]).
 //!
 //! A waivers file lets a team accept a known finding for a while without turning the gate off:
 //!
@@ -17,7 +17,7 @@
 //! This module owns the file format and its two-phase loader (`waivers/load.rs`: parse with unknown fields
 //! rejected and every value's line kept, then validate with `file:line` errors; [`check_rule_ids`]
 //! then checks every rule id against the rules loaded, as `--rule` is), applying waivers to a
-//! [`Diagnosis`] ([`apply_waivers`]), and the `--fail-on` gate ([`exceeds`], DESIGN §4). It does not
+//! [`Diagnosis`] ([`apply_waivers`]); the `--fail-on` gate they feed is [`super::gate`]. It does not
 //! own the clock: the caller passes `today`, so tests and replays are deterministic. Waivers are a
 //! policy about *now*, which is why they are judged at the caller's date and not at the bundle's
 //! collection time.
@@ -32,7 +32,7 @@ mod load;
 pub use load::{WaiverError, check_rule_ids, load_waivers, parse_waivers};
 
 use super::diagnosis::{
-    AppliedWaiver, Class, Diagnosis, Severity, Subject, SubjectKind, Verdict, WaiverNotice,
+    AppliedWaiver, Class, Diagnosis, Subject, SubjectKind, Verdict, WaiverNotice,
 };
 
 /// `kind` of a waivers file.
@@ -245,38 +245,6 @@ pub fn apply_waivers(d: &mut Diagnosis, w: &Waivers, today: jiff::civil::Date) {
     }
     crate::engine::problems::sort(&mut d.problems);
     d.summary = crate::engine::classify::summarize(&d.verdicts, &d.problems);
-    d.summary.worst = worst_unwaived(d);
-}
-
-/// The severity a verdict has for the gate: `None` for `Healthy` (it never fails a gate), at least
-/// `Warning` for `Inconclusive` (DESIGN §4: not being able to judge a subject is a finding), the
-/// verdict's own severity otherwise.
-pub fn gate_severity(v: &Verdict) -> Option<Severity> {
-    match v.class {
-        Class::Healthy => None,
-        Class::Inconclusive => Some(v.severity.max(Severity::Warning)),
-        _ => Some(v.severity),
-    }
-}
-
-/// The highest gate severity of any verdict that is not waived (`Info` when there is none).
-pub fn worst_unwaived(d: &Diagnosis) -> Severity {
-    d.verdicts
-        .iter()
-        .filter(|v| v.waived.is_none())
-        .filter_map(gate_severity)
-        .max()
-        .unwrap_or(Severity::Info)
-}
-
-/// The `--fail-on` gate (DESIGN §4): true when a verdict that is not waived is at or above
-/// `fail_on`, counting `Inconclusive` as `warning` and never counting `Healthy`.
-pub fn exceeds(d: &Diagnosis, fail_on: Severity) -> bool {
-    d.verdicts
-        .iter()
-        .filter(|v| v.waived.is_none())
-        .filter_map(gate_severity)
-        .any(|s| s >= fail_on)
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ impl CertExpiry {
                     CertSource::File => return None,
                 };
                 Some(CertExpiry {
-                    subject_kind: owner.kind.clone(),
+                    subject_kind: owner.kind.to_string(),
                     subject: owner.name.clone(),
                     certificate: format!("{source}/{}", c.origin.chain_index),
                     not_after: c.not_after.as_millisecond() as f64 / 1000.0,

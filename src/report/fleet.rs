@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Format, RenderOptions, render};
 use crate::engine::diagnosis::{Diagnosis, Severity};
-use crate::engine::waivers::{exceeds, worst_unwaived};
+use crate::engine::gate;
 
 /// The `apiVersion` of the fleet document.
 pub const FLEET_API_VERSION: &str = "extpath.dev/v1alpha1";
@@ -89,7 +89,7 @@ impl ClusterDiagnosis {
         ClusterDiagnosis {
             context,
             server,
-            exit_code: if exceeds(&d, fail_on) {
+            exit_code: if gate::exceeds(&d, fail_on) {
                 EXIT_FINDINGS
             } else {
                 EXIT_OK
@@ -115,7 +115,7 @@ impl ClusterDiagnosis {
     pub fn has_problems(&self) -> bool {
         match &self.diagnosis {
             None => true,
-            Some(d) => worst_unwaived(d) >= Severity::Warning,
+            Some(d) => d.summary.worst >= Severity::Warning,
         }
     }
 
@@ -132,7 +132,7 @@ impl ClusterDiagnosis {
                 v.class == crate::engine::diagnosis::Class::Inconclusive && v.waived.is_none()
             })
             .count();
-        let mut parts = vec![worst_unwaived(d).to_string()];
+        let mut parts = vec![d.summary.worst.to_string()];
         if open > 0 {
             parts.push(plural(open, "problem", "problems"));
         }

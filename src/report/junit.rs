@@ -29,7 +29,7 @@ use super::{
     severity_counts, subject_text,
 };
 use crate::engine::diagnosis::{Class, Diagnosis, Severity, Verdict};
-use crate::engine::waivers::{gate_severity, worst_unwaived};
+use crate::engine::gate;
 
 /// What a verdict is for CI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,11 +43,11 @@ pub enum Outcome {
 }
 
 /// The test case outcome of a verdict under the `fail_on` threshold: exactly the verdicts that make
-/// `--fail-on` exit 1 fail (`engine::waivers::exceeds`).
+/// `--fail-on` exit 1 fail (`engine::gate::fails`).
 pub fn outcome(v: &Verdict, fail_on: Severity) -> Outcome {
     if v.waived.is_some() {
         Outcome::Skipped
-    } else if gate_severity(v).is_some_and(|s| s >= fail_on) {
+    } else if gate::fails(v, fail_on) {
         Outcome::Failure
     } else {
         Outcome::Pass
@@ -152,7 +152,7 @@ pub(crate) fn write_suite(
     let own = [
         ("apiVersion", d.api_version.clone()),
         ("fail-on", opts.fail_on.to_string()),
-        ("worst", worst_unwaived(d).to_string()),
+        ("worst", d.summary.worst.to_string()),
     ];
     for (name, value) in properties.iter().cloned().chain(own) {
         writeln!(

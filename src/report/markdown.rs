@@ -18,7 +18,6 @@ use super::{
     healthy_line, severity_counts, subject_text,
 };
 use crate::engine::diagnosis::{Diagnosis, Verdict};
-use crate::engine::waivers::worst_unwaived;
 
 /// Render the Markdown format.
 ///
@@ -33,7 +32,7 @@ pub fn render(d: &Diagnosis, out: &mut dyn Write) -> std::io::Result<()> {
     let mut facts = format!(
         "{}; worst not waived: **{}**",
         text(&severity_counts(d)),
-        worst_unwaived(d)
+        d.summary.worst
     );
     if let Some(t) = d.collected_at {
         facts.push_str(&format!("; evidence collected at {}", code(&t.to_string())));

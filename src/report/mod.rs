@@ -38,7 +38,7 @@ pub mod yaml;
 use std::io::Write;
 
 use crate::engine::diagnosis::{Diagnosis, Severity, Verdict};
-use crate::engine::waivers::gate_severity;
+use crate::engine::gate;
 
 /// Output formats of a diagnosis (`-o`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -218,7 +218,7 @@ pub fn render(
 pub fn display_order(d: &Diagnosis) -> Vec<&Verdict> {
     let mut v: Vec<&Verdict> = d.verdicts.iter().collect();
     v.sort_by(|a, b| {
-        let rank = |v: &Verdict| gate_severity(v).map_or(0, |s| severity_rank(s) + 1);
+        let rank = |v: &Verdict| gate::severity(v).map_or(0, |s| severity_rank(s) + 1);
         rank(b)
             .cmp(&rank(a))
             .then(a.waived.is_some().cmp(&b.waived.is_some()))

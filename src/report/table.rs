@@ -26,7 +26,6 @@ use super::{
     healthy_line, severity_counts, subject_text,
 };
 use crate::engine::diagnosis::{Class, Diagnosis, Severity, Verdict};
-use crate::engine::waivers::worst_unwaived;
 
 /// Column headings separated from the rows by one rule; no vertical lines, so the table pastes
 /// cleanly into chat and tickets.
@@ -117,7 +116,7 @@ pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::
     }
 
     writeln!(out)?;
-    let worst = worst_unwaived(d);
+    let worst = d.summary.worst;
     let footer = [
         ("Headline:", headline(d).to_string()),
         (

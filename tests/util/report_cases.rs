@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use extpath::bundle::{Gap, GapReason, Rung};
 use extpath::engine::diagnosis::*;
-use extpath::engine::waivers::{apply_waivers, parse_waivers, worst_unwaived};
+use extpath::engine::gate;
+use extpath::engine::waivers::{apply_waivers, parse_waivers};
 use serde_json::{Value, json};
 
 /// The moment every case's evidence describes (pinned: renderers never read the clock).
@@ -133,7 +134,7 @@ fn diagnosis(verdicts: Vec<Verdict>, gaps: Vec<Gap>, headline: &str) -> Diagnosi
     };
     d.summary.problems = extpath::engine::problems::open(&d.problems).count();
     d.summary.subjects = d.verdicts.len();
-    d.summary.worst = worst_unwaived(&d);
+    d.summary.worst = gate::worst(&d.verdicts);
     d
 }
 

@@ -90,11 +90,11 @@ pub fn probes_from_event(e: &Event) -> Vec<Probe> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::ObjectRef;
+    use crate::bundle::{Kind, ObjectRef};
 
     fn event(reason: &str, message: &str) -> Event {
         Event {
-            involved: ObjectRef::namespaced("Deployment", "cron", "cron-controller"),
+            involved: ObjectRef::namespaced(Kind::Deployment, "cron", "cron-controller"),
             type_: "Warning".into(),
             reason: reason.into(),
             message: message.into(),

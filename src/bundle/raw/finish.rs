@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 
 use crate::bundle::{
-    EvidenceBundle, Gap, GapReason, HopLayer, LogFinding, MetricTarget, ObjectRef, Probe, TimeBasis,
+    EvidenceBundle, Gap, GapReason, HopLayer, Kind, LogFinding, MetricTarget, ObjectRef, Probe,
+    TimeBasis,
 };
 
 use super::state::{CurlPart, Importer, LogHit, PendingProbe, truncate};
@@ -335,7 +336,7 @@ fn not_supplied_gaps(b: &mut EvidenceBundle) {
                 .iter()
                 .filter_map(|f| f.fields.get("webhook").cloned()),
         )
-        .filter(|n| webhook_ref(n, b).kind == "Webhook")
+        .filter(|n| webhook_ref(n, b).kind == Kind::Webhook)
         .collect();
     missing_webhooks.sort();
     missing_webhooks.dedup();
@@ -360,7 +361,7 @@ fn not_supplied_gaps(b: &mut EvidenceBundle) {
         .iter()
         .filter(|a| !a.is_local() && a.ca_bundle_present)
     {
-        let owner = ObjectRef::cluster("APIService", &a.name);
+        let owner = ObjectRef::cluster(Kind::ApiService, &a.name);
         let verified = b
             .certificates
             .iter()

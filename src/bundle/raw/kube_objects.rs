@@ -22,7 +22,7 @@
 use serde_json::{Value, json};
 
 use crate::bundle::certs::CertSource;
-use crate::bundle::{CertOrigin, Certificate, EvidenceBundle, ObjectRef};
+use crate::bundle::{CertOrigin, Certificate, EvidenceBundle, Kind, ObjectRef};
 
 use super::log_lines::is_klog;
 use super::object_mapping::apply;
@@ -158,7 +158,7 @@ fn configmap_certificates(
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
-    let owner = ObjectRef::namespaced("ConfigMap", meta("namespace"), meta("name"));
+    let owner = ObjectRef::namespaced(Kind::ConfigMap, meta("namespace"), meta("name"));
     let Some(data) = obj.get("data").and_then(Value::as_object) else {
         return Ok(false);
     };

@@ -14,7 +14,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
 use serde_json::{Value, json};
 
-use crate::bundle::{EvidenceBundle, ObjectRef, from_k8s, rbac};
+use crate::bundle::{EvidenceBundle, Kind, ObjectRef, WebhookDefaults, from_k8s, rbac};
 
 use super::state::CaTrust;
 
@@ -114,20 +114,28 @@ where
 }
 
 /// admissionregistration v1beta1 objects have other defaults than v1 (and optional fields v1
-/// requires): write them out, so the v1 mapping records the effective values.
+/// requires): write them out ([`WebhookDefaults::V1BETA1`]), so the v1 mapping records the
+/// effective values.
 fn webhook_defaults(v: &Value, api_version: &str) -> Value {
     let mut v = v.clone();
     if !api_version.ends_with("/v1beta1") {
         return v;
     }
+    let d = &WebhookDefaults::V1BETA1;
     if let Some(hooks) = v.get_mut("webhooks").and_then(Value::as_array_mut) {
         for h in hooks.iter_mut().filter_map(Value::as_object_mut) {
-            h.entry("failurePolicy").or_insert(json!("Ignore"));
-            h.entry("timeoutSeconds").or_insert(json!(30));
-            h.entry("matchPolicy").or_insert(json!("Exact"));
-            h.entry("sideEffects").or_insert(json!("Unknown"));
+            h.entry("failurePolicy")
+                .or_insert(json!(d.failure_policy.as_str()));
+            h.entry("timeoutSeconds")
+                .or_insert(json!(d.timeout_seconds));
+            h.entry("matchPolicy")
+                .or_insert(json!(d.match_policy.as_str()));
+            if let Some(side_effects) = &d.side_effects {
+                h.entry("sideEffects")
+                    .or_insert(json!(side_effects.as_str()));
+            }
             h.entry("admissionReviewVersions")
-                .or_insert(json!(["v1beta1"]));
+                .or_insert(json!(d.admission_review_versions));
         }
     }
     v
@@ -170,7 +178,10 @@ fn record_api_service_trust(trusts: &mut Vec<CaTrust>, o: &apireg::APIService) {
         return;
     }
     trusts.push(CaTrust {
-        owner: ObjectRef::cluster("APIService", o.metadata.name.as_deref().unwrap_or_default()),
+        owner: ObjectRef::cluster(
+            Kind::ApiService,
+            o.metadata.name.as_deref().unwrap_or_default(),
+        ),
         server_name: match (&svc.name, &svc.namespace) {
             (Some(n), Some(ns)) => Some(format!("{n}.{ns}.svc")),
             _ => None,
@@ -191,7 +202,7 @@ fn record_webhook_trusts(
         .iter()
         .map(|w| {
             (
-                ObjectRef::cluster(w.kind.subject_kind(), &w.name),
+                ObjectRef::cluster(w.kind.object_kind(), &w.name),
                 w.target.server_name(),
             )
         })
@@ -232,7 +243,7 @@ fn record_crd_trust(
         .and_then(|w| w.server_name());
     trusts.push(CaTrust {
         owner: ObjectRef::cluster(
-            "CustomResourceDefinition",
+            Kind::CustomResourceDefinition,
             o.metadata.name.as_deref().unwrap_or_default(),
         ),
         server_name,

@@ -13,7 +13,7 @@ use regex::Regex;
 
 use std::collections::BTreeMap;
 
-use crate::bundle::{EvidenceBundle, HopLayer, ObjectRef, Probe};
+use crate::bundle::{EvidenceBundle, HopLayer, Kind, ObjectRef, Probe};
 
 static WEBHOOK_NAMED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?:failed calling webhook|admission webhook) "([^"]+)""#).expect("static regex")
@@ -25,7 +25,7 @@ pub(crate) fn webhook_ref(name: &str, b: &EvidenceBundle) -> ObjectRef {
         .webhooks
         .iter()
         .find(|w| w.name == name)
-        .map_or("Webhook", |w| w.kind.subject_kind());
+        .map_or(Kind::Webhook, |w| w.kind.object_kind());
     ObjectRef::cluster(kind, name)
 }
 
@@ -39,7 +39,7 @@ pub(crate) fn api_service_of_path(path: &str) -> Option<ObjectRef> {
     let group = parts.next().filter(|g| !g.is_empty())?;
     let version = parts.next().filter(|v| !v.is_empty())?;
     Some(ObjectRef::cluster(
-        "APIService",
+        Kind::ApiService,
         &format!("{version}.{group}"),
     ))
 }
@@ -48,7 +48,7 @@ pub(crate) fn api_service_of_path(path: &str) -> Option<ObjectRef> {
 fn api_service_of_group_version(gv: &str) -> Option<ObjectRef> {
     let (group, version) = gv.split_once('/')?;
     Some(ObjectRef::cluster(
-        "APIService",
+        Kind::ApiService,
         &format!("{version}.{group}"),
     ))
 }
@@ -61,13 +61,13 @@ fn served_resource(resource_dot_group: &str, b: &EvidenceBundle) -> Option<Objec
         .iter()
         .max_by_key(|a| (!a.is_local(), a.version_priority.unwrap_or(0)))
     {
-        return Some(ObjectRef::cluster("APIService", &a.name));
+        return Some(ObjectRef::cluster(Kind::ApiService, &a.name));
     }
     let crd = format!("{resource}.{group}");
     b.crds
         .iter()
         .any(|c| c.name == crd)
-        .then(|| ObjectRef::cluster("CustomResourceDefinition", &crd))
+        .then(|| ObjectRef::cluster(Kind::CustomResourceDefinition, &crd))
 }
 
 /// The object a probe concerns.
@@ -87,7 +87,7 @@ pub(crate) fn probe_target(
         b.flow_schemas
             .iter()
             .find(|f| f.uid == uid)
-            .map(|f| ObjectRef::cluster("FlowSchema", &f.name))
+            .map(|f| ObjectRef::cluster(Kind::FlowSchema, &f.name))
     });
     if rejected && flow_schema.is_some() {
         return flow_schema;
@@ -121,13 +121,13 @@ pub(crate) fn log_target(
     b: &EvidenceBundle,
 ) -> Option<ObjectRef> {
     if let Some(a) = fields.get("apiservice") {
-        return Some(ObjectRef::cluster("APIService", a));
+        return Some(ObjectRef::cluster(Kind::ApiService, a));
     }
     if let Some(w) = fields.get("webhook") {
         return Some(webhook_ref(w, b));
     }
     if let (Some(ns), Some(svc)) = (fields.get("namespace"), fields.get("service")) {
-        return Some(ObjectRef::namespaced("Service", ns, svc));
+        return Some(ObjectRef::namespaced(Kind::Service, ns, svc));
     }
     if let Some(uri) = fields.get("uri")
         && let Some(t) = api_service_of_path(uri)
@@ -141,7 +141,7 @@ pub(crate) fn log_target(
     b.crds
         .iter()
         .find(|c| c.group == group && c.kind == kind)
-        .map(|c| ObjectRef::cluster("CustomResourceDefinition", &c.name))
+        .map(|c| ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name))
 }
 
 /// The remote APIService serving `group` (the one of highest version priority), when the bundle
@@ -151,7 +151,7 @@ fn remote_api_service_of_group(group: &str, b: &EvidenceBundle) -> Option<Object
         .iter()
         .filter(|a| !a.is_local() && a.group == group)
         .max_by_key(|a| a.version_priority.unwrap_or(0))
-        .map(|a| ObjectRef::cluster("APIService", &a.name))
+        .map(|a| ObjectRef::cluster(Kind::ApiService, &a.name))
 }
 
 /// The object a timed hop, or a step of one, concerns: the webhook a webhook call names; the CRD of
@@ -171,7 +171,7 @@ pub(crate) fn hop_target(
         HopLayer::Conversion => fields
             .get("custom-resource-definition")
             .or_else(|| fields.get("crd"))
-            .map(|c| ObjectRef::cluster("CustomResourceDefinition", c)),
+            .map(|c| ObjectRef::cluster(Kind::CustomResourceDefinition, c)),
         HopLayer::Request | HopLayer::Other => {
             let group = path?
                 .split('?')

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use super::objects::*;
 use super::observations::Event;
 use super::rbac::{PolicyRule, RbacBinding, RbacRole};
-use super::{CertSource, EvidenceBundle, ObjectRef};
+use super::{CertSource, EvidenceBundle, Kind, ObjectRef, SideEffects};
 
 /// The text of a caBundle whose certificates the bundle kept without their PEM. It is not a PEM
 /// certificate, so a reader finds the field set and no certificate in it.
@@ -120,7 +120,7 @@ fn status_with(conditions_value: Value) -> Value {
 
 /// An APIService.
 pub fn api_service(bundle: &EvidenceBundle, a: &ApiService) -> Value {
-    let owner = ObjectRef::cluster("APIService", &a.name);
+    let owner = ObjectRef::cluster(Kind::ApiService, &a.name);
     json!({
         "apiVersion": "apiregistration.k8s.io/v1",
         "kind": "APIService",
@@ -271,7 +271,7 @@ fn client_config(bundle: &EvidenceBundle, owner: &ObjectRef, t: &WebhookTarget) 
 }
 
 fn webhook(bundle: &EvidenceBundle, w: &Webhook) -> Value {
-    let owner = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
+    let owner = ObjectRef::cluster(w.kind.object_kind(), &w.name);
     // Only their number was recorded; the expressions match everything.
     let match_conditions: Vec<Value> = (0..w.match_conditions)
         .map(|i| json!({"name": format!("replayed-{i}"), "expression": "true"}))
@@ -286,12 +286,12 @@ fn webhook(bundle: &EvidenceBundle, w: &Webhook) -> Value {
             "resources": r.resources,
             "scope": r.scope,
         })).collect::<Vec<_>>(),
-        "failurePolicy": non_empty(&w.failure_policy),
-        "matchPolicy": non_empty(&w.match_policy),
+        "failurePolicy": non_empty(w.failure_policy.as_str()),
+        "matchPolicy": non_empty(w.match_policy.as_str()),
         "namespaceSelector": label_selector(&w.namespace_selector),
         "objectSelector": label_selector(&w.object_selector),
         // Required by the API: an unrecorded value is written empty.
-        "sideEffects": w.side_effects.clone().unwrap_or_default(),
+        "sideEffects": w.side_effects.as_ref().map_or("", SideEffects::as_str),
         "timeoutSeconds": w.timeout_seconds,
         "admissionReviewVersions": w.admission_review_versions,
         "reinvocationPolicy": match w.kind {
@@ -332,7 +332,7 @@ pub fn webhook_configurations(bundle: &EvidenceBundle) -> Vec<Value> {
 
 /// A CustomResourceDefinition.
 pub fn crd(bundle: &EvidenceBundle, c: &Crd) -> Value {
-    let owner = ObjectRef::cluster("CustomResourceDefinition", &c.name);
+    let owner = ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name);
     let conv = &c.conversion;
     let webhook = (conv.webhook.is_some() || !conv.review_versions.is_empty()).then(|| {
         json!({

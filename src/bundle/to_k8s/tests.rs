@@ -127,8 +127,8 @@ events:
     let mut b = crate::bundle::load_bundle_str(yaml, "sample.yaml").unwrap();
     let pem = ca_pem();
     for owner in [
-        ObjectRef::cluster("APIService", "v1alpha1.wardle.example.com"),
-        ObjectRef::cluster("ValidatingWebhook", "a.guard.example.com"),
+        ObjectRef::cluster(Kind::ApiService, "v1alpha1.wardle.example.com"),
+        ObjectRef::cluster(Kind::ValidatingWebhook, "a.guard.example.com"),
     ] {
         from_k8s::add_ca_bundle(&mut b, &owner, pem.as_bytes(), None);
     }
@@ -163,7 +163,7 @@ fn a_ca_bundle_without_pem_keeps_the_field_and_decodes_to_nothing() {
     for c in &mut b.certificates {
         c.pem = None;
     }
-    let owner = ObjectRef::cluster("APIService", "v1alpha1.wardle.example.com");
+    let owner = ObjectRef::cluster(Kind::ApiService, "v1alpha1.wardle.example.com");
     assert_eq!(ca_bundle(&b, &owner), CaBundle::Unservable);
     let back = read_back(&objects(&b));
     assert!(back.api_services[1].ca_bundle_present);

@@ -33,7 +33,7 @@ use crate::collect::why::{
 };
 use crate::collect::{Fetcher, connect};
 use crate::engine::Severity;
-use crate::engine::waivers::gate_severity;
+use crate::engine::gate;
 use crate::engine::why::explain;
 use crate::report::why::{ViewOptions, WhyFormat, write};
 use crate::report::{ColorChoice, Format, RenderOptions};
@@ -228,7 +228,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
     // it is not a pass.
     let failed = inv.probe().status.is_none_or(|s| s >= 400);
     let gate = match verdict {
-        Some(v) => gate_severity(v).is_some_and(|s| s >= threshold),
+        Some(v) => gate::fails(v, threshold),
         None => failed,
     };
     Ok(if gate { EXIT_FINDINGS } else { EXIT_OK })

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 use crate::bundle::probes::{ClientTool, ProbeKind};
 use crate::bundle::{
-    CertOrigin, CertSource, Certificate, EvidenceBundle, Gap, GapReason, ObjectRef, Probe,
+    CertOrigin, CertSource, Certificate, EvidenceBundle, Gap, GapReason, Kind, ObjectRef, Probe,
     ProbeOrigin, Rung, ServiceRef,
 };
 use crate::collect::backends::Backends;
@@ -109,7 +109,7 @@ pub fn targets(
     for a in &bundle.api_services {
         let Some(s) = &a.service else { continue };
         out.push(TlsTarget {
-            owner: ObjectRef::cluster("APIService", &a.name),
+            owner: ObjectRef::cluster(Kind::ApiService, &a.name),
             server_name: s.server_name(),
             address: address_for_service(s, backends, overrides),
         });
@@ -117,14 +117,14 @@ pub fn targets(
     let mut webhook_targets = Vec::new();
     for w in &bundle.webhooks {
         webhook_targets.push((
-            ObjectRef::cluster(w.kind.subject_kind(), &w.name),
+            ObjectRef::cluster(w.kind.object_kind(), &w.name),
             w.target.clone(),
         ));
     }
     for c in &bundle.crds {
         if let Some(t) = &c.conversion.webhook {
             webhook_targets.push((
-                ObjectRef::cluster("CustomResourceDefinition", &c.name),
+                ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name),
                 t.clone(),
             ));
         }
@@ -337,8 +337,8 @@ pub struct Handshakes {
 /// aggregator's own discovery probe instead, which goes the API server's way.
 fn dial_is_evidence(owner: &ObjectRef) -> bool {
     matches!(
-        owner.kind.as_str(),
-        "ValidatingWebhook" | "MutatingWebhook" | "CustomResourceDefinition"
+        owner.kind,
+        Kind::ValidatingWebhook | Kind::MutatingWebhook | Kind::CustomResourceDefinition
     )
 }
 

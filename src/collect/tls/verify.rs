@@ -9,7 +9,7 @@
 //! A raw import verifies the chains it finds in files the same way, in `crate::bundle::raw`
 //! (it has no collection to run in).
 
-use crate::bundle::{CertSource, Certificate, EvidenceBundle, ObjectRef, Verification};
+use crate::bundle::{CertSource, Certificate, EvidenceBundle, Kind, ObjectRef, Verification};
 
 /// Verify every served chain in the bundle against its owner's caBundle, for the owner's expected
 /// server name, at the bundle's collection time; record the result on the chain's leaf.
@@ -78,17 +78,17 @@ pub fn verify_served_chains(bundle: &mut EvidenceBundle) {
 
 /// The host name a client of `owner`'s backend verifies.
 pub fn expected_server_name(bundle: &EvidenceBundle, owner: &ObjectRef) -> Option<String> {
-    match owner.kind.as_str() {
-        "APIService" => bundle
+    match owner.kind {
+        Kind::ApiService => bundle
             .api_service(&owner.name)
             .and_then(|a| a.service.as_ref())
             .map(|s| s.server_name()),
-        "ValidatingWebhook" | "MutatingWebhook" => bundle
+        Kind::ValidatingWebhook | Kind::MutatingWebhook => bundle
             .webhooks
             .iter()
-            .find(|w| w.name == owner.name && w.kind.subject_kind() == owner.kind)
+            .find(|w| w.name == owner.name && w.kind.object_kind() == owner.kind)
             .and_then(|w| w.target.server_name()),
-        "CustomResourceDefinition" => bundle
+        Kind::CustomResourceDefinition => bundle
             .crds
             .iter()
             .find(|c| c.name == owner.name)

@@ -332,7 +332,7 @@ pub(super) async fn gather(
                 Decision::NotInRules => not_in_rules += 1,
                 Decision::Called | Decision::Unknown => {
                     scratch.webhooks.push(w.clone());
-                    let kind = w.kind.subject_kind();
+                    let kind = w.kind.object_kind();
                     scratch.certificates.extend(
                         all.certificates
                             .iter()

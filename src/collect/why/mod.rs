@@ -33,7 +33,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::bundle::{CollectionSource, EvidenceBundle, Gap, MetricTarget, ObjectRef, TimeBasis};
+use crate::bundle::{
+    CollectionSource, EvidenceBundle, Gap, Kind, MetricTarget, ObjectRef, TimeBasis,
+};
 use crate::collect::{Connection, FetchError, Fetcher, metrics, objects};
 
 pub use crate::bundle::trace::{Investigation, Trace};
@@ -244,14 +246,14 @@ pub async fn investigate(
         probe.user = path.user.as_ref().map(|u| u.name.clone());
     }
     if let Some(a) = &path.api_service {
-        probe.target = Some(ObjectRef::cluster("APIService", a));
+        probe.target = Some(ObjectRef::cluster(Kind::ApiService, a));
     }
     // The webhooks a write is sent to, as matched: what a slow write's latency is compared with.
     probe.admitted_by = path
         .webhooks
         .iter()
         .filter(|m| m.decision == webhook_match::Decision::Called)
-        .map(|m| ObjectRef::cluster(&m.kind, &m.name))
+        .map(|m| ObjectRef::cluster(m.kind.clone(), &m.name))
         .collect();
     bundle.probes.push(probe);
     bundle.collection.collected_at = Some(second_at);

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::flow_match::has_or_star;
 pub use crate::bundle::trace::{Decision, WebhookMatch};
-use crate::bundle::{LabelSelector, Webhook};
+use crate::bundle::{LabelSelector, MatchPolicy, Webhook};
 
 /// What admission sees of a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,7 @@ fn is_namespace(a: &AdmissionRequest<'_>) -> bool {
 
 /// Which rule of a webhook covers the write (operation, group, version, resource, scope), if any.
 fn rule_matches(w: &Webhook, a: &AdmissionRequest<'_>) -> Option<String> {
-    let equivalent = w.match_policy != "Exact";
+    let equivalent = w.match_policy != MatchPolicy::Exact;
     w.rules.iter().enumerate().find_map(|(i, r)| {
         let ops: Vec<&str> = r.operations.iter().map(String::as_str).collect();
         let groups: Vec<&str> = r.api_groups.iter().map(String::as_str).collect();
@@ -109,7 +109,7 @@ fn rule_matches(w: &Webhook, a: &AdmissionRequest<'_>) -> Option<String> {
 /// Whether the API server calls webhook `w` for write `a`.
 pub fn match_webhook(w: &Webhook, a: &AdmissionRequest<'_>) -> WebhookMatch {
     let out = |decision: Decision, reason: String| WebhookMatch {
-        kind: w.kind.subject_kind().to_string(),
+        kind: w.kind.object_kind(),
         name: w.name.clone(),
         configuration: w.configuration.clone(),
         decision,
@@ -231,7 +231,7 @@ mod tests {
                 match_labels: [("webhook-test".to_string(), "guarded".to_string())].into(),
                 match_expressions: vec![],
             },
-            match_policy: "Equivalent".into(),
+            match_policy: MatchPolicy::Equivalent,
             ..Webhook::default()
         }
     }
@@ -356,7 +356,7 @@ mod tests {
             Decision::NotInRules
         );
         w.rules[0].scope = None;
-        w.match_policy = "Exact".into();
+        w.match_policy = MatchPolicy::Exact;
         assert_eq!(
             match_webhook(
                 &w,

@@ -376,7 +376,6 @@ pub fn classify(
 pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Problem]) -> Summary {
     let mut by_class: BTreeMap<String, usize> = BTreeMap::new();
     let mut by_severity: BTreeMap<String, usize> = BTreeMap::new();
-    let mut worst = Severity::Info;
     let mut waived = 0;
     for v in verdicts {
         if v.waived.is_some() {
@@ -387,12 +386,6 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
         *by_severity
             .entry(v.severity.as_str().to_string())
             .or_default() += 1;
-        let s = if v.class == Class::Inconclusive {
-            v.severity.max(Severity::Warning)
-        } else {
-            v.severity
-        };
-        worst = worst.max(s);
     }
     let open: Vec<&crate::engine::problems::Problem> =
         crate::engine::problems::open(problems).collect();
@@ -459,7 +452,7 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
         by_class,
         by_severity,
         waived,
-        worst,
+        worst: crate::engine::gate::worst(verdicts),
         problems: open.len(),
         headline,
     }

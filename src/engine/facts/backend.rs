@@ -9,7 +9,7 @@ use cel::Value;
 
 use super::FactBase;
 use super::value::{Obj, list, string_map, strings};
-use crate::bundle::{Service, ServiceRef};
+use crate::bundle::{Kind, Service, ServiceRef};
 
 fn service_type(s: &Service) -> &str {
     if s.type_.is_empty() {
@@ -126,7 +126,7 @@ fn legacy_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) 
     for s in &e.subsets {
         for a in s.ready.iter().chain(&s.not_ready) {
             if let Some(t) = &a.target_ref
-                && t.kind == "Pod"
+                && t.kind == Kind::Pod
             {
                 pods.push((
                     t.namespace.clone().unwrap_or_else(|| ns.into()),
@@ -179,7 +179,7 @@ fn slice_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -
                 }
             }
             if let Some(t) = &e.target_ref
-                && t.kind == "Pod"
+                && t.kind == Kind::Pod
             {
                 c.pods.push((
                     t.namespace.clone().unwrap_or_else(|| ns.into()),

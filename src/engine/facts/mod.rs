@@ -41,7 +41,9 @@ use cel::Value;
 use super::diagnosis::SubjectKind;
 use super::settings::Settings;
 use super::subjects::{Lookup, SubjectEntry, SubjectSource, probe_target};
-use crate::bundle::{CollectionSource, EvidenceBundle, ObjectRef, ServiceRef, WebhookTarget, rbac};
+use crate::bundle::{
+    CollectionSource, EvidenceBundle, Kind, ObjectRef, ServiceRef, WebhookTarget, rbac,
+};
 use value::list;
 
 /// Version of the fact model and rule format; rules declare it as `schema:`.
@@ -137,13 +139,13 @@ pub struct FactBase<'b> {
     pub index: ObjectIndex<'b>,
     /// The *timed* fact of each webhook and conversion webhook the timed hops name, by
     /// `(kind, name)`.
-    pub traced: HashMap<(String, String), Value>,
+    pub traced: HashMap<(Kind, String), Value>,
     /// The bundle's objects by name, group and uid.
     pub lookup: Lookup<'b>,
     /// The probes (indexes, in bundle order) that concern each object, by `(kind, name)`.
-    observations_by_target: HashMap<(String, String), Vec<usize>>,
+    observations_by_target: HashMap<(Kind, String), Vec<usize>>,
     /// The log findings (indexes, in bundle order) that concern each object, by `(kind, name)`.
-    logs_by_target: HashMap<(String, String), Vec<usize>>,
+    logs_by_target: HashMap<(Kind, String), Vec<usize>>,
     /// The log findings that mention each name a subject may look for, built on first use.
     mentions: OnceLock<MentionIndex>,
     /// The probes an APF FlowSchema classified, by its uid.
@@ -221,14 +223,14 @@ fn mention_candidates(b: &EvidenceBundle) -> Vec<String> {
     out
 }
 
-fn key(r: &ObjectRef) -> (String, String) {
+fn key(r: &ObjectRef) -> (Kind, String) {
     (r.kind.clone(), r.name.clone())
 }
 
 fn index_by<'t>(
     targets: impl Iterator<Item = Option<&'t ObjectRef>>,
-) -> HashMap<(String, String), Vec<usize>> {
-    let mut out: HashMap<(String, String), Vec<usize>> = HashMap::new();
+) -> HashMap<(Kind, String), Vec<usize>> {
+    let mut out: HashMap<(Kind, String), Vec<usize>> = HashMap::new();
     for (i, t) in targets.enumerate() {
         if let Some(t) = t {
             out.entry(key(t)).or_default().push(i);
@@ -251,7 +253,7 @@ pub struct ObjectIndex<'b> {
     /// Pods by namespace.
     pub pods_in: HashMap<&'b str, Vec<&'b crate::bundle::Pod>>,
     /// Certificates by owner `(kind, name)`.
-    pub certs: HashMap<(&'b str, &'b str), Vec<&'b crate::bundle::Certificate>>,
+    pub certs: HashMap<(&'b Kind, &'b str), Vec<&'b crate::bundle::Certificate>>,
 }
 
 impl<'b> ObjectIndex<'b> {
@@ -531,7 +533,7 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
     let mut vars = vec![("subject", subject_fact(entry))];
     match &entry.source {
         SubjectSource::ApiService(a) => {
-            let r = ObjectRef::cluster("APIService", &a.name);
+            let r = ObjectRef::cluster(Kind::ApiService, &a.name);
             vars.push((
                 "apiservice",
                 objects::apiservice_fact(Some(a), cluster::extension_health_fact(base, &a.name)),
@@ -556,7 +558,7 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
             vars.push(("logs", base.logs_of(&r, &[a.name.clone(), gv])));
         }
         SubjectSource::Webhook(w) => {
-            let r = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
+            let r = ObjectRef::cluster(w.kind.object_kind(), &w.name);
             vars.push((
                 "webhook",
                 objects::webhook_fact(Some(w), timed::of(&base.traced, Some(&r))),
@@ -566,7 +568,7 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
             vars.push(("logs", base.logs_of(&r, &[format!("\"{}\"", w.name)])));
         }
         SubjectSource::Crd(c) => {
-            let r = ObjectRef::cluster("CustomResourceDefinition", &c.name);
+            let r = ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name);
             vars.push(("crd", objects::crd_fact(Some(c))));
             vars.extend(webhook_target_vars(
                 base,
@@ -622,15 +624,10 @@ fn request_vars(
         .iter()
         .filter_map(|&i| base.probe_targets[i].as_ref())
         .collect();
-    let find = |kinds: &[&str]| {
-        targets
-            .iter()
-            .find(|t| kinds.contains(&t.kind.as_str()))
-            .copied()
-    };
-    let api_ref = find(&["APIService"]);
-    let wh_ref = find(&["ValidatingWebhook", "MutatingWebhook"]);
-    let crd_ref = find(&["CustomResourceDefinition"]);
+    let find = |kinds: &[Kind]| targets.iter().find(|t| kinds.contains(&t.kind)).copied();
+    let api_ref = find(&[Kind::ApiService]);
+    let wh_ref = find(&[Kind::ValidatingWebhook, Kind::MutatingWebhook]);
+    let crd_ref = find(&[Kind::CustomResourceDefinition]);
     let target = api_ref.or(wh_ref).or(crd_ref).or(targets.first().copied());
     let lookup = &base.lookup;
     let api = api_ref.and_then(|r| lookup.api_service(&r.name));
@@ -668,7 +665,7 @@ fn request_vars(
         ("prioritylevel", cluster::prioritylevel_fact(base, pl)),
     ];
     if let Some(a) = api {
-        let r = ObjectRef::cluster("APIService", &a.name);
+        let r = ObjectRef::cluster(Kind::ApiService, &a.name);
         vars.extend(backend_vars(
             base,
             Some(&r),
@@ -684,11 +681,11 @@ fn request_vars(
         let gv = format!("{}/{}", a.group, a.version);
         vars.push(("logs", base.logs_of(&r, &[a.name.clone(), gv])));
     } else if let Some(w) = wh {
-        let r = ObjectRef::cluster(w.kind.subject_kind(), &w.name);
+        let r = ObjectRef::cluster(w.kind.object_kind(), &w.name);
         vars.extend(webhook_target_vars(base, Some(&r), Some(&w.target)));
         vars.push(("logs", base.logs_of(&r, &[format!("\"{}\"", w.name)])));
     } else if let Some(c) = crd {
-        let r = ObjectRef::cluster("CustomResourceDefinition", &c.name);
+        let r = ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name);
         vars.extend(webhook_target_vars(
             base,
             Some(&r),
@@ -707,7 +704,7 @@ fn request_vars(
         );
         let r = target
             .cloned()
-            .unwrap_or_else(|| ObjectRef::cluster("", "\u{0}"));
+            .unwrap_or_else(|| ObjectRef::cluster(Kind::Other(String::new()), "\u{0}"));
         vars.push(("logs", base.logs_of(&r, &mentions)));
     }
     vars

@@ -11,7 +11,9 @@
 use cel::Value;
 
 use super::value::{Obj, list, string_map, strings};
-use crate::bundle::{ApiService, Condition, Crd, LabelSelector, Webhook, WebhookTarget};
+use crate::bundle::{
+    ApiService, Condition, Crd, LabelSelector, SideEffects, Webhook, WebhookTarget,
+};
 
 fn condition_fact(c: Option<&Condition>) -> Value {
     Obj::new()
@@ -203,9 +205,9 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Value) -> Value {
         .s(
             "kind",
             if w.is_some() {
-                x.kind.subject_kind()
+                x.kind.object_kind().to_string()
             } else {
-                ""
+                String::new()
             },
         )
         .s(
@@ -216,11 +218,14 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Value) -> Value {
                 ""
             },
         )
-        .s("failure_policy", x.failure_policy.clone())
+        .s("failure_policy", x.failure_policy.as_str())
         .i("timeout_seconds", x.effective_timeout_seconds.into())
         .b("timeout_set", x.timeout_seconds.is_some())
-        .s("match_policy", x.match_policy.clone())
-        .s("side_effects", x.side_effects.clone().unwrap_or_default())
+        .s("match_policy", x.match_policy.as_str())
+        .s(
+            "side_effects",
+            x.side_effects.as_ref().map_or("", SideEffects::as_str),
+        )
         .s(
             "reinvocation_policy",
             x.reinvocation_policy.clone().unwrap_or_default(),

@@ -39,7 +39,7 @@ fn watch_end(e: WatchEnd) -> &'static str {
 pub fn ref_fact(r: Option<&ObjectRef>) -> Value {
     Obj::new()
         .b("present", r.is_some())
-        .s("kind", r.map(|r| r.kind.clone()).unwrap_or_default())
+        .s("kind", r.map_or("", |r| r.kind.as_str()))
         .s("name", r.map(|r| r.name.clone()).unwrap_or_default())
         .s(
             "namespace",
@@ -291,7 +291,7 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
                 refs.into_iter()
                     .map(|r| {
                         Obj::new()
-                            .s("kind", r.kind.clone())
+                            .s("kind", r.kind.as_str())
                             .s("name", r.name.clone())
                             .build()
                     })

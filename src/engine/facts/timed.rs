@@ -13,7 +13,7 @@ use cel::Value;
 
 use super::value::{Obj, list, string_map};
 use crate::bundle::observations::Component;
-use crate::bundle::{EvidenceBundle, HopLayer, ObjectRef, TimedCall};
+use crate::bundle::{EvidenceBundle, HopLayer, Kind, ObjectRef, TimedCall};
 use crate::engine::functions::human_seconds;
 
 fn layer_name(l: HopLayer) -> &'static str {
@@ -86,7 +86,7 @@ fn hop_fact(c: &TimedCall<'_>) -> Value {
             "target",
             Obj::new()
                 .b("present", target.is_some())
-                .s("kind", target.map(|t| t.kind.clone()).unwrap_or_default())
+                .s("kind", target.map_or("", |t| t.kind.as_str()))
                 .s("name", target.map(|t| t.name.clone()).unwrap_or_default())
                 .build(),
         )
@@ -130,8 +130,8 @@ pub fn timed_fact(calls: &[TimedCall<'_>]) -> Value {
 }
 
 /// The timed facts of every webhook and conversion webhook the hops name, by `(kind, name)`.
-pub fn by_target(b: &EvidenceBundle) -> HashMap<(String, String), Value> {
-    let mut calls: HashMap<(String, String), Vec<TimedCall<'_>>> = HashMap::new();
+pub fn by_target(b: &EvidenceBundle) -> HashMap<(Kind, String), Value> {
+    let mut calls: HashMap<(Kind, String), Vec<TimedCall<'_>>> = HashMap::new();
     for h in &b.timed_hops {
         for c in h.calls() {
             if !matches!(c.layer(), HopLayer::Admission | HopLayer::Conversion) {
@@ -152,7 +152,7 @@ pub fn by_target(b: &EvidenceBundle) -> HashMap<(String, String), Value> {
 }
 
 /// The timed fact of one object, from [`by_target`]; an empty one when nothing named it.
-pub fn of(index: &HashMap<(String, String), Value>, r: Option<&ObjectRef>) -> Value {
+pub fn of(index: &HashMap<(Kind, String), Value>, r: Option<&ObjectRef>) -> Value {
     r.and_then(|r| index.get(&(r.kind.clone(), r.name.clone())))
         .cloned()
         .unwrap_or_else(|| timed_fact(&[]))

@@ -75,7 +75,7 @@ pub fn tls_fact(
         Some(o) => base
             .index
             .certs
-            .get(&(o.kind.as_str(), o.name.as_str()))
+            .get(&(&o.kind, o.name.as_str()))
             .cloned()
             .unwrap_or_default(),
         None => Vec::new(),

@@ -12,6 +12,7 @@
 use crate::bundle::trace::{Addressed, Decision, Trace, WebhookMatch};
 use crate::bundle::{
     ApiService, CertSource, EvidenceBundle, ObjectRef, Probe, Rung, ServiceRef, Webhook,
+    WebhookKind,
 };
 use crate::engine::diagnosis::SubjectKind;
 
@@ -190,13 +191,14 @@ pub(super) fn backend_steps(
 /// The served certificate of `owner`'s backend, as extpath's own handshake saw it.
 fn tls_step(b: &EvidenceBundle, owner: (SubjectKind, &str), insecure: bool) -> Step {
     let (kind, name) = owner;
+    let object = kind.object_kind();
     let leaf = b.certificates.iter().find(|c| {
         c.origin.source == CertSource::ServedChain
             && c.origin.chain_index == 0
             && c.origin
                 .owner
                 .as_ref()
-                .is_some_and(|o| o.kind == kind.as_str() && o.name == name)
+                .is_some_and(|o| object.as_ref() == Some(&o.kind) && o.name == name)
     });
     match leaf {
         _ if insecure => Step::new(
@@ -238,10 +240,9 @@ fn tls_step(b: &EvidenceBundle, owner: (SubjectKind, &str), insecure: bool) -> S
             Seen::Unknown,
             // What extpath could not do itself, said as such: a ✗ here comes from other evidence
             // (the proxy's own x509 error), and the text must not read "not checked" beside it.
-            match gap_detail(
-                b,
-                &format!("tls/{}", ObjectRef::cluster(kind.as_str(), name)),
-            ) {
+            match object
+                .and_then(|k| gap_detail(b, &format!("tls/{}", ObjectRef::cluster(k, name))))
+            {
                 Some(why) => format!("no handshake of extpath's own: {why}"),
                 None => "no handshake of extpath's own".into(),
             },
@@ -478,7 +479,7 @@ pub(super) fn webhook_steps(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
         let w: Option<&Webhook> = b
             .webhooks
             .iter()
-            .find(|w| w.name == m.name && w.kind.subject_kind() == m.kind);
+            .find(|w| w.name == m.name && w.kind.object_kind() == m.kind);
         let Some(w) = w else { continue };
         let target = match (&w.target.service, &w.target.url) {
             (Some(s), _) => format!(
@@ -491,7 +492,7 @@ pub(super) fn webhook_steps(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
             (None, Some(u)) => u.clone(),
             (None, None) => "no target".into(),
         };
-        let kind = if w.kind.subject_kind() == "MutatingWebhook" {
+        let kind = if w.kind == WebhookKind::Mutating {
             SubjectKind::MutatingWebhook
         } else {
             SubjectKind::ValidatingWebhook

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use super::recording::Recorded;
 use crate::bundle::carried::discovery_path;
 use crate::bundle::probes::{ProbeKind, ResponseHeaders};
-use crate::bundle::{ApiService, CertSource, Probe, StatusBody};
+use crate::bundle::{ApiService, CertSource, Kind, Probe, StatusBody};
 use crate::refserver::request::RequestInfo;
 use crate::refserver::status::ApiError;
 
@@ -195,7 +195,7 @@ fn failed_verification<'r>(r: &'r Recorded, a: &ApiService) -> Option<&'r str> {
         let v = c.verification.as_ref()?;
         (c.origin.source == CertSource::ServedChain
             && c.origin.chain_index == 0
-            && owner.kind == "APIService"
+            && owner.kind == Kind::ApiService
             && owner.name == a.name
             && !v.ok)
             .then(|| {

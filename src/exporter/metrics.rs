@@ -189,19 +189,24 @@ const PROBLEM_CLASSES: [Class; 7] = [
 pub fn families(s: &Snapshot) -> Vec<MetricFamily> {
     let mut out = Vec::new();
     let d = s.diagnosis.as_ref();
-    let live = |v: &&crate::engine::Verdict| v.waived.is_none();
 
     // One series per subject with a finding; the same labels twice (two webhooks of one name in
     // two configurations) are one series.
+    // "A finding" is what a `--fail-on warning` gate fails (`engine::gate`): an Inconclusive
+    // verdict counts as a warning whatever its own severity, so a subject extpath could not judge
+    // is on the dashboard as it is in CI.
     let mut verdicts: BTreeMap<Vec<(&str, String)>, ()> = BTreeMap::new();
-    for v in d.iter().flat_map(|d| d.verdicts.iter()).filter(live) {
-        if v.severity < Severity::Warning || v.class == Class::Healthy {
+    for v in d.iter().flat_map(|d| d.verdicts.iter()) {
+        let Some(severity) = crate::engine::gate::severity(v) else {
+            continue;
+        };
+        if !crate::engine::gate::fails(v, Severity::Warning) {
             continue;
         }
         verdicts.insert(
             vec![
                 ("class", v.class.as_str().to_string()),
-                ("severity", v.severity.as_str().to_string()),
+                ("severity", severity.as_str().to_string()),
                 ("subject_kind", v.subject.kind.as_str().to_string()),
                 ("subject", v.subject.name.clone()),
                 ("rule", verdict_rule(v)),
@@ -412,6 +417,57 @@ mod tests {
         ] {
             assert_eq!(gap_source(given), want, "{given}");
         }
+    }
+
+    #[test]
+    fn a_verdict_series_is_what_a_warning_gate_fails() {
+        use crate::engine::{Subject, SubjectKind, Verdict};
+        let verdict = |name: &str, class: Class, severity: Severity| Verdict {
+            class,
+            severity,
+            ..Verdict::new(
+                Subject {
+                    kind: SubjectKind::ApiService,
+                    name: name.into(),
+                    namespace: None,
+                    parent: None,
+                },
+                Vec::new(),
+            )
+        };
+        let verdicts = vec![
+            verdict("healthy", Class::Healthy, Severity::Info),
+            verdict("unjudged", Class::Inconclusive, Severity::Info),
+            verdict("info-finding", Class::Aggregation, Severity::Info),
+            verdict("broken", Class::Aggregation, Severity::Critical),
+        ];
+        let text = exposition(&Snapshot {
+            interval: 60.0,
+            diagnosis: Some(crate::engine::Diagnosis {
+                api_version: "extpath.dev/v1alpha1".into(),
+                kind: "Diagnosis".into(),
+                collected_at: None,
+                problems: Vec::new(),
+                verdicts,
+                gaps: Vec::new(),
+                waiver_notices: Vec::new(),
+                summary: Default::default(),
+            }),
+            ..Default::default()
+        });
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("extpath_verdict{"))
+            .collect();
+        assert_eq!(series.len(), 2, "{series:#?}");
+        assert!(
+            series
+                .iter()
+                .any(|l| l.contains("subject=\"broken\"") && l.contains("severity=\"critical\""))
+        );
+        assert!(series.iter().any(|l| l.contains("subject=\"unjudged\"")
+            && l.contains("class=\"Inconclusive\"")
+            && l.contains("severity=\"warning\"")));
     }
 
     #[test]

@@ -139,34 +139,21 @@ fn check_fleet_flags(collect: &CollectFlags) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Collect every target, at most `parallel` at once, and hand each outcome to `then` as soon as
-/// that cluster is collected (with the instant its collection started); results come back in the
-/// targets' order.
-///
-/// `then` runs while other clusters are still being collected, so that a cluster's analysis keeps
-/// to a deadline counted from its own start rather than waiting for the slowest cluster.
-async fn collect_all<R>(
+/// Collect every target, at most `parallel` at once, in the targets' order.
+async fn collect_all(
     kube: &KubeFlags,
     collect: &CollectFlags,
     targets: &[Target],
     parallel: usize,
-    then: impl Fn(&Target, Instant, Outcome) -> R + Sync,
-) -> Vec<R> {
+) -> Vec<Outcome> {
     use futures::stream::StreamExt;
-    let then = &then;
-    let mut done: Vec<(usize, R)> = futures::stream::iter(targets.iter().enumerate())
-        .map(|(i, t)| async move {
-            let started = Instant::now();
-            let outcome = collect_one(kube, collect, t).await;
-            // The analysis is CPU work: let the runtime move the other collections off this
-            // worker while it runs.
-            (i, tokio::task::block_in_place(|| then(t, started, outcome)))
-        })
+    let mut done: Vec<(usize, Outcome)> = futures::stream::iter(targets.iter().enumerate())
+        .map(|(i, t)| async move { (i, collect_one(kube, collect, t).await) })
         .buffer_unordered(parallel.max(1))
         .collect()
         .await;
     done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
+    done.into_iter().map(|(_, o)| o).collect()
 }
 
 /// One cluster, as `collect --context X` would collect it, bounded by its own deadline: the
@@ -237,33 +224,33 @@ pub fn scan(
 ) -> anyhow::Result<u8> {
     check_fleet_flags(collect)?;
     let rt = tokio::runtime::Runtime::new()?;
-    let fail_on = analyze.fail_on.severity();
-    // Each cluster's `--timeout` covers its collection and its analysis, as it does for `scan`
-    // of one cluster (the collection leaves the analysis its reserve).
-    let timeout = collect.timeout;
-    let clusters = rt.block_on(collect_all(
+    let outcomes = rt.block_on(collect_all(
         kube,
         collect,
         &targets,
         usize::from(fleet.parallel),
-        |t, started, outcome| match outcome {
-            Ok(bundle) => {
-                let deadline = crate::engine::Deadline {
-                    at: started + timeout,
-                    timeout,
-                };
-                ClusterDiagnosis::diagnosed(
-                    t.context.clone(),
-                    server_of(&bundle, t),
-                    prepared.diagnose_until(&bundle, Some(deadline)),
-                    fail_on,
-                )
-            }
-            Err((code, error)) => {
-                ClusterDiagnosis::failed(t.context.clone(), t.server.clone(), code, error)
-            }
-        },
     ));
+    let fail_on = analyze.fail_on.severity();
+    let clusters = targets
+        .into_iter()
+        .zip(outcomes)
+        .map(|(t, o)| match o {
+            Ok(bundle) => {
+                let server = server_of(&bundle, &t);
+                // The collection kept to `--timeout` less the analysis reserve; the analysis gets
+                // that reserve, so each cluster's work stays within `--timeout` as `scan` of one
+                // cluster does. Counted from when its analysis starts, not from the fleet's start:
+                // clusters collected early wait for the slowest, and waiting is not their work.
+                let deadline = crate::engine::Deadline {
+                    at: Instant::now() + collect.analysis_reserve,
+                    timeout: collect.timeout,
+                };
+                let d = prepared.diagnose_until(&bundle, Some(deadline));
+                ClusterDiagnosis::diagnosed(t.context, server, d, fail_on)
+            }
+            Err((code, error)) => ClusterDiagnosis::failed(t.context, t.server, code, error),
+        })
+        .collect();
     super::analyze::report_fleet(&FleetDiagnosis::new(clusters), analyze)
 }
 
@@ -348,7 +335,6 @@ pub fn collect_to_dir(args: &CollectArgs, targets: Vec<Target>, dir: &Path) -> a
         &args.collect,
         &targets,
         usize::from(args.fleet.parallel),
-        |_, _, outcome| outcome,
     ));
     let ext = match args.output {
         DocFormat::Yaml => "yaml",

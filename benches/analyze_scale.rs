@@ -19,6 +19,7 @@ mod scale_bundle;
 mod peak;
 
 use std::process::Command;
+
 use std::time::{Duration, Instant};
 
 use extpath::bundle::EvidenceBundle;
@@ -43,12 +44,15 @@ fn child(n: usize) {
     drop(json);
     let rules = RuleSet::bundled();
     let mut times: Vec<Duration> = Vec::new();
+    let mut cpu: Vec<Duration> = Vec::new();
     let mut verdicts = 0;
     let mut broken_found = 0;
     for _ in 0..runs {
         let t = Instant::now();
+        let c = peak::own_cpu();
         let d = analyze(&bundle, &rules, &Settings::default(), &Filter::default());
         times.push(t.elapsed());
+        cpu.push(peak::own_cpu().saturating_sub(c));
         verdicts = d.verdicts.len();
         broken_found = d
             .verdicts
@@ -60,12 +64,14 @@ fn child(n: usize) {
             .count();
     }
     times.sort();
+    cpu.sort();
     println!(
-        "result n={n} subjects_verdicts={verdicts} broken_found={broken_found} build_s={:.3} baseline_s={:.4} json_mb={json_mb:.1} analyze_best_s={:.4} analyze_median_s={:.4} rss_bundle_mb={rss_bundle:.0} rss_peak_mb={:.0}",
+        "result n={n} subjects_verdicts={verdicts} broken_found={broken_found} build_s={:.3} baseline_s={:.4} json_mb={json_mb:.1} analyze_best_s={:.4} analyze_median_s={:.4} analyze_cpu_s={:.2} rss_bundle_mb={rss_bundle:.0} rss_peak_mb={:.0}",
         build.as_secs_f64(),
         baseline.as_secs_f64(),
         times[0].as_secs_f64(),
         times[times.len() / 2].as_secs_f64(),
+        cpu[0].as_secs_f64(),
         peak::own_mb()
     );
 }
@@ -115,10 +121,11 @@ fn main() {
         "analyze of generated bundles (n APIServices, 2n probes, n/10 webhooks, n/5 CRDs, n/100 log findings); each size in its own process"
     );
     println!(
-        "{:>8} {:>9} {:>10} {:>12} {:>14} {:>12} {:>14} {:>10}",
+        "{:>8} {:>9} {:>10} {:>9} {:>12} {:>14} {:>12} {:>14} {:>10}",
         "n",
         "verdicts",
         "analyze",
+        "CPU",
         "per n vs 1st",
         "baseline",
         "analyze/base",
@@ -127,10 +134,11 @@ fn main() {
     );
     for line in &rows {
         println!(
-            "{:>8} {:>9} {:>9.3}s {:>12.2} {:>13.3}s {:>12.2} {:>11.0} MB {:>7.0} MB",
+            "{:>8} {:>9} {:>9.3}s {:>8.2}s {:>12.2} {:>13.3}s {:>12.2} {:>11.0} MB {:>7.0} MB",
             field(line, "n"),
             field(line, "subjects_verdicts"),
             field(line, "analyze_best_s"),
+            field(line, "analyze_cpu_s"),
             per(line) / per(first),
             field(line, "baseline_s"),
             field(line, "analyze_best_s") / field(line, "baseline_s"),
@@ -139,6 +147,6 @@ fn main() {
         );
     }
     println!(
-        "baseline: a JSON serialise and parse of the same bundle, in the same process; per n vs 1st: analyze time per APIService over the first size's (1.00 = linear)"
+        "baseline: a JSON serialise and parse of the same bundle, in the same process; per n vs 1st: analyze time per APIService over the first size's (1.00 = linear); CPU: user + system seconds of the best analyze run, all threads"
     );
 }

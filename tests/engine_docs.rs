@@ -49,12 +49,12 @@ fn facts_md_documents_every_field_function_and_setting() {
     let mut fields = std::collections::BTreeSet::new();
     for (name, v) in cluster_vars(&base, &Settings::default()) {
         fields.insert(name.to_string());
-        keys(&v, &mut fields);
+        keys(&v.to_value(), &mut fields);
     }
     for e in subjects(&bundle) {
         for (name, v) in subject_vars(&base, &e) {
             fields.insert(name.to_string());
-            keys(&v, &mut fields);
+            keys(&v.to_value(), &mut fields);
         }
     }
     let missing: Vec<&String> = fields

@@ -28,6 +28,24 @@ pub fn own_mb() -> f64 {
     vm_hwm_kb("self").map_or(0.0, |kb| kb as f64 / 1024.0)
 }
 
+/// CPU time this process has used so far, user and system, over all its threads (from
+/// `/proc/self/stat`, in clock ticks of 10 ms). On a shared machine it moves less with other
+/// people's load than wall time does.
+pub fn own_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
+    Duration::from_millis((tick(11) + tick(12)) * 10)
+}
+
 /// `VmHWM` of `/proc/<pid>/status` (`pid` may be `self`), in KB.
 fn vm_hwm_kb(pid: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

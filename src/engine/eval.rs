@@ -11,8 +11,7 @@ use std::sync::Arc;
 use cel::{Context, Value};
 
 use super::diagnosis::{Class, Subject, SubjectKind};
-use super::facts::shared::{Converted, Vars, to_vars_with};
-use super::facts::value::to_json;
+use super::facts::value::{Fact, to_json};
 use super::facts::{FactBase, cluster_vars, subject_vars};
 use super::filter::Filter;
 use super::functions::{env, register};
@@ -23,26 +22,27 @@ use super::subjects::{SubjectEntry, subjects_with};
 use crate::bundle::EvidenceBundle;
 
 /// A root context: the function library over `metrics`, and the cluster-wide variables.
-/// The cluster-wide variables are converted once ([`to_vars`]) and shared by every thread's root.
-pub fn root_context(metrics: Arc<MetricsIndex>, cluster: &Vars) -> Context<'static, 'static> {
+/// The cluster-wide variables are built once and shared by every thread's root.
+pub fn root_context(
+    metrics: Arc<MetricsIndex>,
+    cluster: &[(&'static str, Fact)],
+) -> Context<'static, 'static> {
     let mut ctx = Context::with_env(env());
     register(&mut ctx, metrics);
     for (k, v) in cluster {
-        ctx.add_variable_as_val(*k, v.clone_as_boxed());
+        ctx.add_variable_as_val(*k, v.to_val());
     }
     ctx
 }
 
 /// A subject's scope under a root context.
-/// The containers in `done` (facts shared by many subjects) are bound, not converted again.
 pub fn subject_context<'p>(
     root: &'p Context<'static, 'static>,
-    vars: &[(&'static str, Value)],
-    done: &Converted,
+    vars: &[(&'static str, Fact)],
 ) -> Context<'p, 'static> {
     let mut ctx = root.new_inner_scope();
-    for (k, v) in to_vars_with(vars, done) {
-        ctx.add_variable_as_val(k, v);
+    for (k, v) in vars {
+        ctx.add_variable_as_val(*k, v.to_val());
     }
     ctx
 }
@@ -223,7 +223,7 @@ pub fn evaluate_until(
 ) -> Evaluation {
     let base = FactBase::new(bundle);
     let metrics = Arc::new(MetricsIndex::new(&bundle.metrics));
-    let cluster = to_vars_with(&cluster_vars(&base, settings), &base.converted);
+    let cluster = cluster_vars(&base, settings);
     let entries = subjects_with(&base.lookup, &base.probe_targets);
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
@@ -319,7 +319,7 @@ fn evaluate_subject(
     };
     if !kind_rules.is_empty() {
         let vars = subject_vars(base, entry);
-        let ctx = subject_context(root, &vars, &base.converted);
+        let ctx = subject_context(root, &vars);
         let name = entry.subject.to_string();
         for &(i, rule) in kind_rules {
             run_rule(rule, i, &ctx, &name, &mut result, errors);

@@ -14,7 +14,7 @@ use cel::common::types::{CelBool, CelString};
 use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, Value};
 
-use super::facts::value::{Obj, list, number_text};
+use super::facts::value::{ValueObj as Obj, number_text, value_list as list};
 use super::metrics_query::{
     CounterAnswer, GaugeAnswer, HistogramAnswer, LabelMatch, MetricsIndex, label_match,
     parse_target,

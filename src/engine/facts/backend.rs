@@ -5,7 +5,7 @@
 //! The Kubernetes knowledge lives here so that rules stay short: the aggregator matches endpoint
 //! ports by the Service port's *name* and checks endpoints only for ClusterIP Services.
 
-use cel::Value;
+use super::value::Fact;
 
 use super::FactBase;
 use super::value::{Obj, list, string_map, strings};
@@ -36,7 +36,7 @@ fn service_and_port<'b>(
 }
 
 /// `service`: the Service an APIService, webhook or conversion webhook points at.
-pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i32) -> Value {
+pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i32) -> Fact {
     let (svc, port) = service_and_port(base, r, default_port);
     let matched = svc.and_then(|s| s.ports.iter().find(|p| p.port == port));
     let ports = svc.map(|s| s.ports.as_slice()).unwrap_or(&[]);
@@ -194,7 +194,7 @@ fn slice_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -
 /// What the endpoints of a Service reference say: the `endpoints` fact, and the Pods behind the
 /// Service (endpoint target references, or the Service selector).
 struct Behind<'b> {
-    endpoints: Value,
+    endpoints: Fact,
     pods: Vec<&'b crate::bundle::Pod>,
 }
 
@@ -265,7 +265,7 @@ pub fn endpoints_and_pods(
     base: &FactBase<'_>,
     r: Option<&ServiceRef>,
     default_port: i32,
-) -> (Value, Value) {
+) -> (Fact, Fact) {
     let Behind { endpoints, pods } = behind(base, r, default_port);
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
     let problems: Vec<String> = pods

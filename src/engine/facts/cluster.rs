@@ -5,7 +5,7 @@
 //! APIService may rule Storage out because `etcd.readyz_check.ok`, and a Request rule may ask whether
 //! `apiserver.readyz` failed.
 
-use cel::Value;
+use super::value::Fact;
 
 use super::FactBase;
 use super::value::{Obj, list, strings};
@@ -14,7 +14,7 @@ use crate::bundle::{CollectionSource, FlowSchema, MetricTarget, PriorityLevel, T
 use crate::engine::settings::Settings;
 
 /// `settings`: every setting by name.
-pub fn settings_fact(s: &Settings) -> Value {
+pub fn settings_fact(s: &Settings) -> Fact {
     let mut o = Obj::new();
     for (k, v) in s.iter() {
         o = o.f(k, v);
@@ -22,7 +22,7 @@ pub fn settings_fact(s: &Settings) -> Value {
     o.build()
 }
 
-fn metrics_source_fact(base: &FactBase<'_>, t: MetricTarget) -> Value {
+fn metrics_source_fact(base: &FactBase<'_>, t: MetricTarget) -> Fact {
     let s = base.bundle.metrics_for(t);
     Obj::new()
         .b("present", s.is_some())
@@ -43,7 +43,7 @@ fn metrics_source_fact(base: &FactBase<'_>, t: MetricTarget) -> Value {
 }
 
 /// `cluster`: collection facts, metrics availability, gaps.
-pub fn cluster_fact(base: &FactBase<'_>) -> Value {
+pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
     let b = base.bundle;
     let c = &b.collection;
     let (major, minor) = c
@@ -140,7 +140,7 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Value {
         .build()
 }
 
-pub fn health_fact(h: Option<&HealthCheck>) -> Value {
+pub fn health_fact(h: Option<&HealthCheck>) -> Fact {
     let checks = h.map(|h| h.checks.as_slice()).unwrap_or(&[]);
     Obj::new()
         .b("present", h.is_some())
@@ -199,7 +199,7 @@ pub fn owned_health<'b>(
 /// The health of the extension API server behind APIService `name`: the listings an extension
 /// server gave, when they can be tied to this APIService — the bundle has one remote APIService
 /// (a listing does not name its server's group).
-pub fn extension_health_fact(base: &FactBase<'_>, apiservice: &str) -> Value {
+pub fn extension_health_fact(base: &FactBase<'_>, apiservice: &str) -> Fact {
     let h = (base.sole_remote == Some(apiservice))
         .then(|| {
             owned_health(
@@ -216,7 +216,7 @@ pub fn extension_health_fact(base: &FactBase<'_>, apiservice: &str) -> Value {
     health_fact(h)
 }
 
-fn logs_of(base: &FactBase<'_>, c: Option<Component>) -> Value {
+fn logs_of(base: &FactBase<'_>, c: Option<Component>) -> Fact {
     list(
         base.bundle
             .log_findings
@@ -228,8 +228,8 @@ fn logs_of(base: &FactBase<'_>, c: Option<Component>) -> Value {
 }
 
 /// `apiserver`: kube-apiserver as a whole.
-pub fn apiserver_fact(base: &FactBase<'_>) -> Value {
-    let failing: Vec<Value> = base
+pub fn apiserver_fact(base: &FactBase<'_>) -> Fact {
+    let failing: Vec<Fact> = base
         .bundle
         .probes
         .iter()
@@ -267,7 +267,7 @@ pub fn apiserver_fact(base: &FactBase<'_>) -> Value {
         .build()
 }
 
-fn check_item(base: &FactBase<'_>, e: HealthEndpoint, name: &str) -> Value {
+fn check_item(base: &FactBase<'_>, e: HealthEndpoint, name: &str) -> Fact {
     let item = health(base, e).and_then(|h| h.checks.iter().find(|c| c.name == name));
     Obj::new()
         .b("present", item.is_some())
@@ -280,7 +280,7 @@ fn check_item(base: &FactBase<'_>, e: HealthEndpoint, name: &str) -> Value {
 }
 
 /// `etcd`: etcd as kube-apiserver's storage.
-pub fn etcd_fact(base: &FactBase<'_>) -> Value {
+pub fn etcd_fact(base: &FactBase<'_>) -> Fact {
     Obj::new()
         .b("present", true)
         .v(
@@ -321,7 +321,7 @@ pub fn etcd_fact(base: &FactBase<'_>) -> Value {
 }
 
 /// `flowschema`: an APF FlowSchema.
-pub fn flowschema_fact(base: &FactBase<'_>, f: Option<&FlowSchema>) -> Value {
+pub fn flowschema_fact(base: &FactBase<'_>, f: Option<&FlowSchema>) -> Fact {
     let d = FlowSchema::default();
     let x = f.unwrap_or(&d);
     let level = base
@@ -348,7 +348,7 @@ pub fn flowschema_fact(base: &FactBase<'_>, f: Option<&FlowSchema>) -> Value {
 }
 
 /// `prioritylevel`: an APF PriorityLevelConfiguration with its debug-dump state.
-pub fn prioritylevel_fact(base: &FactBase<'_>, p: Option<&PriorityLevel>) -> Value {
+pub fn prioritylevel_fact(base: &FactBase<'_>, p: Option<&PriorityLevel>) -> Fact {
     let d = PriorityLevel::default();
     let x = p.unwrap_or(&d);
     let state = base

@@ -16,7 +16,7 @@
 //! or endpoint targets) means no identity; RBAC lists that were not collected (403) or not supplied
 //! mean no judgement — a check is then `unknown`, and `missing` holds only what RBAC really denies.
 
-use cel::Value;
+use super::value::Fact;
 
 use super::FactBase;
 use super::value::{Obj, list, strings};
@@ -101,7 +101,7 @@ fn fix(need: &Need, ns: &str, sa: &str) -> String {
 }
 
 /// The `delegation` fact of an APIService.
-pub fn delegation_fact(base: &FactBase<'_>, a: Option<&ApiService>) -> Value {
+pub fn delegation_fact(base: &FactBase<'_>, a: Option<&ApiService>) -> Fact {
     let pods = match a.and_then(|a| a.service.as_ref()) {
         Some(r) => super::backend::pods_behind(base, Some(r), 443),
         None => Vec::new(),

@@ -36,7 +36,7 @@ pub mod value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use cel::Value;
+use value::Fact;
 
 use super::diagnosis::SubjectKind;
 use super::settings::Settings;
@@ -125,21 +125,18 @@ pub struct FactBase<'b> {
     /// The RBAC objects, indexed for evaluation.
     pub rbac: crate::engine::rbac::Rbac<'b>,
     /// One request fact per probe.
-    pub request_facts: Vec<Value>,
+    pub request_facts: Vec<Fact>,
     /// The object each probe concerns.
     pub probe_targets: Vec<Option<ObjectRef>>,
     /// One fact per log finding.
-    pub log_facts: Vec<Value>,
-    /// The request and log facts converted for the interpreter once, shared by every variable
-    /// that lists them.
-    pub converted: shared::Converted,
+    pub log_facts: Vec<Fact>,
     /// The object each log finding concerns: its `target`, else the object its message names.
     pub log_targets: Vec<Option<ObjectRef>>,
     /// Objects by `(namespace, name)`, so that thousands of subjects do not each scan every list.
     pub index: ObjectIndex<'b>,
     /// The *timed* fact of each webhook and conversion webhook the timed hops name, by
     /// `(kind, name)`.
-    pub traced: HashMap<(Kind, String), Value>,
+    pub traced: HashMap<(Kind, String), Fact>,
     /// The bundle's objects by name, group and uid.
     pub lookup: Lookup<'b>,
     /// The probes (indexes, in bundle order) that concern each object, by `(kind, name)`.
@@ -350,9 +347,8 @@ impl<'b> FactBase<'b> {
                     .unwrap_or_default();
                 requests::request_fact(&[p], t.as_ref(), &name)
             })
-            .collect::<Vec<Value>>();
-        let log_facts: Vec<Value> = bundle.log_findings.iter().map(requests::log_fact).collect();
-        let converted = shared::Converted::of(request_facts.iter().chain(&log_facts));
+            .collect::<Vec<Fact>>();
+        let log_facts: Vec<Fact> = bundle.log_findings.iter().map(requests::log_fact).collect();
         FactBase {
             bundle,
             at,
@@ -393,7 +389,6 @@ impl<'b> FactBase<'b> {
             observations_by_target: index_by(probe_targets.iter().map(Option::as_ref)),
             probe_targets,
             log_facts,
-            converted,
             index: ObjectIndex::new(bundle),
             traced: timed::by_target(bundle),
             logs_by_target: index_by(log_targets.iter().map(Option::as_ref)),
@@ -407,7 +402,7 @@ impl<'b> FactBase<'b> {
     }
 
     /// The request facts of the probes that concern `r` (same kind and name), in bundle order.
-    fn observations_of(&self, r: &ObjectRef) -> Value {
+    fn observations_of(&self, r: &ObjectRef) -> Fact {
         let found = self.observations_by_target.get(&key(r));
         list(
             found
@@ -419,7 +414,7 @@ impl<'b> FactBase<'b> {
 
     /// The log facts of the findings that concern `r` (same kind and name) or whose message
     /// contains one of `mentions`, in bundle order.
-    fn logs_of(&self, r: &ObjectRef, mentions: &[String]) -> Value {
+    fn logs_of(&self, r: &ObjectRef, mentions: &[String]) -> Fact {
         let logs = &self.bundle.log_findings;
         if logs.is_empty() {
             return list(std::iter::empty());
@@ -451,7 +446,7 @@ impl<'b> FactBase<'b> {
 }
 
 /// The cluster-wide variables, built once per analysis.
-pub fn cluster_vars(base: &FactBase<'_>, settings: &Settings) -> Vec<(&'static str, Value)> {
+pub fn cluster_vars(base: &FactBase<'_>, settings: &Settings) -> Vec<(&'static str, Fact)> {
     vec![
         ("cluster", cluster::cluster_fact(base)),
         ("apiserver", cluster::apiserver_fact(base)),
@@ -460,7 +455,7 @@ pub fn cluster_vars(base: &FactBase<'_>, settings: &Settings) -> Vec<(&'static s
     ]
 }
 
-fn subject_fact(entry: &SubjectEntry<'_>) -> Value {
+fn subject_fact(entry: &SubjectEntry<'_>) -> Fact {
     let s = &entry.subject;
     value::Obj::new()
         .s("kind", s.kind.as_str())
@@ -476,7 +471,7 @@ fn observations_with_uid(
     by_uid: &HashMap<&str, Vec<usize>>,
     base: &FactBase<'_>,
     uid: &str,
-) -> Value {
+) -> Fact {
     let found = (!uid.is_empty()).then(|| by_uid.get(uid)).flatten();
     list(
         found
@@ -495,7 +490,7 @@ fn backend_vars(
     server_name: &str,
     ca_bundle_present: bool,
     insecure: bool,
-) -> Vec<(&'static str, Value)> {
+) -> Vec<(&'static str, Fact)> {
     let (endpoints, pods) = backend::endpoints_and_pods(base, service, default_port);
     vec![
         (
@@ -515,7 +510,7 @@ fn webhook_target_vars(
     base: &FactBase<'_>,
     owner: Option<&ObjectRef>,
     t: Option<&WebhookTarget>,
-) -> Vec<(&'static str, Value)> {
+) -> Vec<(&'static str, Fact)> {
     backend_vars(
         base,
         owner,
@@ -528,7 +523,7 @@ fn webhook_target_vars(
 }
 
 /// The subject's own variables, built once per subject.
-pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'static str, Value)> {
+pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'static str, Fact)> {
     let b = base.bundle;
     let mut vars = vec![("subject", subject_fact(entry))];
     match &entry.source {
@@ -617,7 +612,7 @@ fn request_vars(
     base: &FactBase<'_>,
     entry: &SubjectEntry<'_>,
     members: &[usize],
-) -> Vec<(&'static str, Value)> {
+) -> Vec<(&'static str, Fact)> {
     let b = base.bundle;
     let probes: Vec<&crate::bundle::Probe> = members.iter().map(|&i| &b.probes[i]).collect();
     let targets: Vec<&ObjectRef> = members

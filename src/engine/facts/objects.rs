@@ -8,14 +8,14 @@
 //! endpoints only for ClusterIP Services; 1.34 moved it to EndpointSlices) are computed here, once,
 //! so that rules stay short and version-neutral.
 
-use cel::Value;
+use super::value::Fact;
 
 use super::value::{Obj, list, string_map, strings};
 use crate::bundle::{
     ApiService, Condition, Crd, LabelSelector, SideEffects, Webhook, WebhookTarget,
 };
 
-fn condition_fact(c: Option<&Condition>) -> Value {
+fn condition_fact(c: Option<&Condition>) -> Fact {
     Obj::new()
         .b("present", c.is_some())
         .s("type", c.map(|c| c.type_.clone()).unwrap_or_default())
@@ -31,12 +31,12 @@ fn condition_fact(c: Option<&Condition>) -> Value {
         .build()
 }
 
-fn conditions_fact(cs: &[Condition]) -> Value {
+fn conditions_fact(cs: &[Condition]) -> Fact {
     list(cs.iter().map(|c| condition_fact(Some(c))))
 }
 
 /// `apiservice`: the APIService itself.
-pub fn apiservice_fact(a: Option<&ApiService>, backend_health: Value) -> Value {
+pub fn apiservice_fact(a: Option<&ApiService>, backend_health: Fact) -> Fact {
     let d = ApiService::default();
     let x = a.unwrap_or(&d);
     let expected = format!("{}.{}", x.version, x.group);
@@ -62,7 +62,7 @@ pub fn apiservice_fact(a: Option<&ApiService>, backend_health: Value) -> Value {
 }
 
 /// Where a webhook or conversion webhook sends requests.
-pub fn target_fact(t: &WebhookTarget) -> Value {
+pub fn target_fact(t: &WebhookTarget) -> Fact {
     let (mode, host, port, path) = match (&t.service, &t.url) {
         (Some(s), _) => (
             "service",
@@ -116,7 +116,7 @@ pub const HOT_RESOURCES: &[&str] = &[
     "secrets",
 ];
 
-fn selector_fact(s: &LabelSelector) -> Value {
+fn selector_fact(s: &LabelSelector) -> Fact {
     Obj::new()
         .b("empty", s.is_empty())
         .v("match_labels", string_map(s.match_labels.iter()))
@@ -143,7 +143,7 @@ pub fn selector_excludes_namespace(s: &LabelSelector, ns: &str) -> bool {
 
 /// `webhook`: one admission webhook; `traced` is the *timed* fact of the calls to it
 /// ([`super::timed`]).
-pub fn webhook_fact(w: Option<&Webhook>, traced: Value) -> Value {
+pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
     let d = Webhook::default();
     let x = w.unwrap_or(&d);
     let ops: Vec<String> = {
@@ -267,7 +267,7 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Value) -> Value {
 }
 
 /// `crd`: a CustomResourceDefinition and its conversion settings.
-pub fn crd_fact(c: Option<&Crd>) -> Value {
+pub fn crd_fact(c: Option<&Crd>) -> Fact {
     let d = Crd::default();
     let x = c.unwrap_or(&d);
     let cond = |t: &str| x.conditions.iter().find(|c| c.type_ == t);

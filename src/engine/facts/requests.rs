@@ -7,7 +7,7 @@
 //! the headers that matter (Retry-After, the APF UIDs) and the watch outcome. Rules mostly read
 //! `request.text`, all error texts joined by newlines, with `contains`/`matches`.
 
-use cel::Value;
+use super::value::Fact;
 
 use super::value::{Obj, int_map, list, string_map, strings};
 use crate::bundle::observations::Component;
@@ -36,7 +36,7 @@ fn watch_end(e: WatchEnd) -> &'static str {
 }
 
 /// `target` sub-fact: the object a request or log line concerns.
-pub fn ref_fact(r: Option<&ObjectRef>) -> Value {
+pub fn ref_fact(r: Option<&ObjectRef>) -> Fact {
     Obj::new()
         .b("present", r.is_some())
         .s("kind", r.map_or("", |r| r.kind.as_str()))
@@ -76,7 +76,7 @@ fn first<'a, T, F: Fn(&'a Probe) -> Option<T>>(probes: &[&'a Probe], f: F) -> Op
 
 /// `request`: the merged observations of one request. `name` is the subject name (or a description
 /// of the single observation), `target` the object it concerns when known.
-pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -> Value {
+pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -> Fact {
     let status = probes
         .iter()
         .filter_map(|p| p.status)
@@ -113,7 +113,7 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
             }
         }
     }
-    let causes: Vec<Value> = probes
+    let causes: Vec<Fact> = probes
         .iter()
         .filter_map(|p| p.status_body.as_ref())
         .flat_map(|b| b.causes.iter())
@@ -236,7 +236,7 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .i("observations", probes.len() as i64)
         .i("status", status.map_or(0, i64::from))
         .b("status_known", status.is_some())
-        .v("statuses", list(statuses.into_iter().map(Value::Int)))
+        .v("statuses", list(statuses.into_iter().map(Fact::int)))
         .v("status_counts", int_map(&counts))
         .s(
             "reason",
@@ -318,7 +318,7 @@ pub fn component_name(c: Component) -> &'static str {
 }
 
 /// A log finding.
-pub fn log_fact(l: &LogFinding) -> Value {
+pub fn log_fact(l: &LogFinding) -> Fact {
     Obj::new()
         .s("pattern", l.pattern.clone())
         .s("component", component_name(l.component))

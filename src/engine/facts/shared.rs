@@ -1,30 +1,32 @@
-//! Fact values as the CEL interpreter holds them, shared rather than copied.
+//! The containers of facts, shared rather than copied.
 //!
 //! The interpreter copies a map or list whenever it needs one of its own: each element a
 //! comprehension (`observations.exists(o, …)`) binds to its variable, each argument it passes on,
-//! each `cel::Value` it turns into a variable. With the built-in containers every such copy is a
-//! deep one, and at 10,000 APIServices those copies were most of the analysis's time and memory.
-//! [`to_val`] converts a fact once into a tree whose maps and lists are [`Shared`]: copying one
-//! is a reference count, and it behaves as the built-in container it wraps in every other respect
-//! (its type, equality, indexing, `in`, `size()`, iteration, conversion back to `cel::Value`).
+//! each value it binds to a variable. With the built-in containers every such copy is a deep one,
+//! and at 10,000 APIServices those copies were most of the analysis's time and memory. A fact's
+//! maps and lists are [`Shared`] (`super::value` builds them so): copying one is a reference
+//! count, and it behaves as the built-in container it wraps in every other respect (its type,
+//! equality, indexing, `in`, `size()`, iteration, conversion back to `cel::Value`).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::Arc;
 
-use cel::Value;
 use cel::common::traits::{
     Adder, Comparer, Container, Divider, Indexer, Iterable, Modder, Multiplier, Negator, Sizer,
     Subtractor, Zeroer,
 };
-use cel::common::types::{CelList, CelMap, CelMapKey, CelString, Type};
+use cel::common::types::Type;
 use cel::common::value::{Builtin, BuiltinRef, CowVal, Val};
-use cel::objects::Key;
 
 /// A built-in CEL container behind a reference count.
 #[derive(Debug)]
 pub struct Shared<T>(Arc<T>);
 
 impl<T: Clone> Shared<T> {
+    /// Share `container`.
+    pub fn new(container: T) -> Self {
+        Shared(Arc::new(container))
+    }
+
     /// The container itself: moved out when nothing else holds it, else copied (once, for the
     /// rare consumer that must own it).
     fn into_inner(self) -> T {
@@ -173,135 +175,12 @@ impl<T: Val + Clone + 'static> Indexer for Shared<T> {
     }
 }
 
-/// Distinct map keys stored once for the process, at most.
-const KEY_LIMIT: usize = 4096;
-
-/// A fact's map key as the interpreter holds it. The fact model's keys are a few hundred field
-/// names repeated in every fact: each is stored once for the process and borrowed by every map
-/// that has it. Data-dependent keys (label names) beyond [`KEY_LIMIT`] distinct ones are owned by
-/// their map instead, so that what is kept for the process stays bounded.
-fn map_key(k: &Key) -> CelMapKey<'static> {
-    static KEYS: OnceLock<RwLock<HashSet<&'static str>>> = OnceLock::new();
-    let Key::String(s) = k else {
-        return CelMapKey::from(k.clone());
-    };
-    let keys = KEYS.get_or_init(Default::default);
-    let known = keys
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(s.as_str())
-        .copied();
-    let stored = known.or_else(|| {
-        let mut keys = keys.write().unwrap_or_else(PoisonError::into_inner);
-        if let Some(k) = keys.get(s.as_str()) {
-            return Some(*k);
-        }
-        (keys.len() < KEY_LIMIT).then(|| {
-            let k: &'static str = Box::leak(s.as_str().into());
-            keys.insert(k);
-            k
-        })
-    });
-    CelMapKey::String(match stored {
-        Some(k) => CelString::from(k),
-        None => CelString::from(s.as_str().to_owned()),
-    })
-}
-
-/// Variables converted once ([`to_val`]), to bind in any number of contexts: binding one
-/// ([`Val::clone_as_boxed`]) shares it.
-pub type Vars = Vec<(&'static str, Box<dyn Val>)>;
-
-/// Facts converted once and found again by identity.
-///
-/// A fact that many variables hold — a probe's request fact is in its subject's `observations`,
-/// in `apiserver.observations` and in the failing-request lists — is one `cel::Value` container
-/// shared by reference count. Converting each holder's tree would convert that fact once per
-/// holder; a container converted here is instead bound again by reference ([`to_val_with`]).
-/// Each entry keeps its source alive, so no other container can take its address meanwhile.
-#[derive(Debug, Default)]
-pub struct Converted(HashMap<usize, (Value, Box<dyn Val>)>);
-
-impl Converted {
-    /// Convert each of `facts` once.
-    pub fn of<'v>(facts: impl IntoIterator<Item = &'v Value>) -> Self {
-        let mut done = Converted::default();
-        for v in facts {
-            if let Some(at) = address(v)
-                && !done.0.contains_key(&at)
-            {
-                let val = to_val_with(v, &done);
-                done.0.insert(at, (v.clone(), val));
-            }
-        }
-        done
-    }
-
-    fn find(&self, v: &Value) -> Option<&(dyn Val + 'static)> {
-        if self.0.is_empty() {
-            return None;
-        }
-        self.0.get(&address(v)?).map(|(_, val)| val.as_ref())
-    }
-}
-
-/// The address of a map's or list's shared container (its identity while it is alive).
-fn address(v: &Value) -> Option<usize> {
-    match v {
-        Value::Map(m) => Some(Arc::as_ptr(&m.map).cast::<u8>() as usize),
-        Value::List(l) => Some(Arc::as_ptr(l).cast::<u8>() as usize),
-        _ => None,
-    }
-}
-
-/// `vars` converted for the interpreter.
-pub fn to_vars(vars: &[(&'static str, Value)]) -> Vars {
-    to_vars_with(vars, &Converted::default())
-}
-
-/// `vars` converted for the interpreter, the containers already in `done` shared, not converted.
-pub fn to_vars_with(vars: &[(&'static str, Value)], done: &Converted) -> Vars {
-    vars.iter()
-        .map(|(k, v)| (*k, to_val_with(v, done)))
-        .collect()
-}
-
-/// A fact as the interpreter's value, its maps and lists [`Shared`].
-pub fn to_val(v: &Value) -> Box<dyn Val> {
-    to_val_with(v, &Converted::default())
-}
-
-/// [`to_val`], the containers already in `done` shared, not converted.
-pub fn to_val_with(v: &Value, done: &Converted) -> Box<dyn Val> {
-    if let Some(val) = done.find(v) {
-        return val.clone_as_boxed();
-    }
-    match v {
-        Value::Map(m) => {
-            let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = m
-                .map
-                .iter()
-                .map(|(k, v)| (map_key(k), to_val_with(v, done)))
-                .collect();
-            Box::new(Shared(Arc::new(CelMap::from(entries))))
-        }
-        Value::List(l) => {
-            let items: Vec<Box<dyn Val>> = l.iter().map(|v| to_val_with(v, done)).collect();
-            Box::new(Shared(Arc::new(CelList::from(items))))
-        }
-        // Scalars (and the opaque values facts never hold) convert as the interpreter would.
-        other => Box::<dyn Val>::try_from(other.clone())
-            .unwrap_or_else(|_| Box::new(cel::common::types::CelNull)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::engine::facts::value::{Obj, list, strings};
+    use crate::engine::facts::value::{Fact, Obj, list, strings};
 
     /// Every operation a rule may apply to a fact gives the same answer on the shared form as on
-    /// the interpreter's own conversion of the same value.
+    /// the interpreter's own conversion of the same value (the fact copied out as a `cel::Value`).
     #[test]
     fn shared_facts_evaluate_as_the_built_in_containers_do() {
         let obs = |code: i64, path: &str| {
@@ -351,28 +230,29 @@ mod tests {
         for src in exprs {
             let program = env.compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
             let mut built_in = cel::Context::with_env(env.clone());
-            built_in.add_variable_from_value("f", fact.clone());
+            built_in.add_variable_from_value("f", fact.to_value());
             let mut shared = cel::Context::with_env(env.clone());
-            shared.add_variable_as_val("f", to_val(&fact));
+            shared.add_variable_as_val("f", fact.to_val());
             let want = program.execute(&built_in);
             let got = program.execute(&shared);
             assert!(got == want, "{src}: shared {got:?}, built-in {want:?}");
         }
     }
 
-    /// A container converted beforehand is bound where a tree holds it, and the tree evaluates
-    /// as one converted from scratch; a container equal to it but not the same is converted anew.
+    /// A fact listed in several others is one container: a holder binds it by reference, and
+    /// reads the same as a holder built from a copy of it.
     #[test]
-    fn a_fact_converted_once_is_bound_by_reference_where_it_is_listed() {
+    fn a_fact_listed_twice_is_shared_and_reads_as_a_copy() {
         let fact = Obj::new().i("code", 503).s("path", "/apis/x").build();
-        let twin = Obj::new().i("code", 503).s("path", "/apis/x").build();
-        let done = Converted::of([&fact]);
-        assert!(done.find(&fact).is_some());
-        assert!(done.find(&twin).is_none());
-        let holder = Obj::new()
-            .v("observations", list([fact.clone(), twin]))
-            .v("first", fact)
-            .build();
+        let copy = Obj::new().i("code", 503).s("path", "/apis/x").build();
+        let holder = |first: Fact| {
+            Obj::new()
+                .v("observations", list([fact.clone(), copy.clone()]))
+                .v("first", first)
+                .build()
+        };
+        let shared = holder(fact.clone());
+        let copied = holder(copy.clone());
         let env = crate::engine::functions::env();
         for src in [
             "h.observations.exists(o, o.code >= 500)",
@@ -381,12 +261,27 @@ mod tests {
             "h",
         ] {
             let program = env.compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
-            let mut fresh = cel::Context::with_env(env.clone());
-            fresh.add_variable_as_val("h", to_val(&holder));
-            let mut bound = cel::Context::with_env(env.clone());
-            bound.add_variable_as_val("h", to_val_with(&holder, &done));
-            let want = program.execute(&fresh);
-            assert!(program.execute(&bound) == want, "{src}: {want:?}");
+            let mut a = cel::Context::with_env(env.clone());
+            a.add_variable_as_val("h", shared.to_val());
+            let mut b = cel::Context::with_env(env.clone());
+            b.add_variable_as_val("h", copied.to_val());
+            let want = program.execute(&b);
+            assert!(program.execute(&a) == want, "{src}: {want:?}");
         }
+        // Listing a fact shares its container: the copy in the list is the fact itself.
+        let listed = list([fact.clone()]).to_val();
+        let element = listed
+            .as_indexer()
+            .and_then(|i| i.get(&cel::common::types::CelInt::from(0)).ok())
+            .expect("the list has its element");
+        let map = |v: &dyn cel::common::value::Val| {
+            std::ptr::from_ref(
+                v.downcast_ref::<cel::common::types::CelMap>()
+                    .expect("a map"),
+            )
+            .cast::<u8>()
+        };
+        assert!(std::ptr::eq(map(element.as_ref()), map(fact.as_val())));
+        assert!(!std::ptr::eq(map(copy.as_val()), map(fact.as_val())));
     }
 }

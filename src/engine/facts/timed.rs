@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use cel::Value;
+use super::value::Fact;
 
 use super::value::{Obj, list, string_map};
 use crate::bundle::observations::Component;
@@ -57,7 +57,7 @@ fn detail(c: &TimedCall<'_>) -> String {
 }
 
 /// A *hop*: one timed call.
-fn hop_fact(c: &TimedCall<'_>) -> Value {
+fn hop_fact(c: &TimedCall<'_>) -> Fact {
     let h = c.hop;
     let target = c.target();
     Obj::new()
@@ -98,7 +98,7 @@ fn hop_fact(c: &TimedCall<'_>) -> Value {
 pub const MAX_HOPS_SHOWN: usize = 20;
 
 /// A *timed*: the calls, slowest first, and their numbers.
-pub fn timed_fact(calls: &[TimedCall<'_>]) -> Value {
+pub fn timed_fact(calls: &[TimedCall<'_>]) -> Fact {
     let mut calls: Vec<&TimedCall<'_>> = calls.iter().collect();
     calls.sort_by(|a, b| b.duration_ms().total_cmp(&a.duration_ms()));
     let seconds: Vec<f64> = calls.iter().map(|c| c.duration_ms() / 1000.0).collect();
@@ -120,7 +120,7 @@ pub fn timed_fact(calls: &[TimedCall<'_>]) -> Value {
         .i("count", calls.len() as i64)
         .f("max_seconds", max)
         .f("median_seconds", median)
-        .v("seconds", list(seconds.iter().map(|s| Value::Float(*s))))
+        .v("seconds", list(seconds.iter().map(|s| Fact::float(*s))))
         .v(
             "hops",
             list(calls.iter().take(MAX_HOPS_SHOWN).map(|c| hop_fact(c))),
@@ -130,7 +130,7 @@ pub fn timed_fact(calls: &[TimedCall<'_>]) -> Value {
 }
 
 /// The timed facts of every webhook and conversion webhook the hops name, by `(kind, name)`.
-pub fn by_target(b: &EvidenceBundle) -> HashMap<(Kind, String), Value> {
+pub fn by_target(b: &EvidenceBundle) -> HashMap<(Kind, String), Fact> {
     let mut calls: HashMap<(Kind, String), Vec<TimedCall<'_>>> = HashMap::new();
     for h in &b.timed_hops {
         for c in h.calls() {
@@ -152,14 +152,14 @@ pub fn by_target(b: &EvidenceBundle) -> HashMap<(Kind, String), Value> {
 }
 
 /// The timed fact of one object, from [`by_target`]; an empty one when nothing named it.
-pub fn of(index: &HashMap<(Kind, String), Value>, r: Option<&ObjectRef>) -> Value {
+pub fn of(index: &HashMap<(Kind, String), Fact>, r: Option<&ObjectRef>) -> Fact {
     r.and_then(|r| index.get(&(r.kind.clone(), r.name.clone())))
         .cloned()
         .unwrap_or_else(|| timed_fact(&[]))
 }
 
 /// kube-apiserver's own storage calls (`etcd.traced`).
-pub fn apiserver_storage(b: &EvidenceBundle) -> Value {
+pub fn apiserver_storage(b: &EvidenceBundle) -> Fact {
     let calls: Vec<TimedCall<'_>> = b
         .timed_hops
         .iter()
@@ -170,7 +170,7 @@ pub fn apiserver_storage(b: &EvidenceBundle) -> Value {
 }
 
 /// etcd's own slow-request warnings (`etcd.slow_requests`).
-pub fn etcd_warnings(b: &EvidenceBundle) -> Value {
+pub fn etcd_warnings(b: &EvidenceBundle) -> Fact {
     let calls: Vec<TimedCall<'_>> = b
         .timed_hops
         .iter()
@@ -182,7 +182,7 @@ pub fn etcd_warnings(b: &EvidenceBundle) -> Value {
 
 /// kube-apiserver's own request traces (`apiserver.traced`): requests it served slowly, whatever
 /// layer the time went to; never a request to an aggregated API (the extension's).
-pub fn apiserver_requests(b: &EvidenceBundle) -> Value {
+pub fn apiserver_requests(b: &EvidenceBundle) -> Fact {
     let calls: Vec<TimedCall<'_>> = b
         .timed_hops
         .iter()

@@ -9,7 +9,7 @@
 //! It does no verification of its own. The Service, endpoints and Pods behind the same object are
 //! [`super::backend`].
 
-use cel::Value;
+use super::value::Fact;
 
 use super::FactBase;
 use super::value::{Obj, list, strings};
@@ -22,7 +22,7 @@ pub fn covers(dns: &[String], ips: &[String], name: &str) -> bool {
     crate::semantics::x509_host::verify_hostname(dns, ips, name)
 }
 
-fn cert_fact(base: &FactBase<'_>, c: &Certificate, server_name: &str) -> Value {
+fn cert_fact(base: &FactBase<'_>, c: &Certificate, server_name: &str) -> Fact {
     let (days_left, expired, not_yet_valid) = match base.at {
         Some(at) => {
             let secs = (c.not_after.as_second() - at.as_second()) as f64;
@@ -70,7 +70,7 @@ pub fn tls_fact(
     server_name: &str,
     ca_bundle_present: bool,
     insecure: bool,
-) -> Value {
+) -> Fact {
     let owned: Vec<&Certificate> = match owner {
         Some(o) => base
             .index
@@ -94,7 +94,7 @@ pub fn tls_fact(
     let served_verification = served.first().and_then(|c| c.verification.as_ref());
     let verification =
         served_verification.or_else(|| owned.iter().find_map(|c| c.verification.as_ref()));
-    let all: Vec<Value> = ca
+    let all: Vec<Fact> = ca
         .iter()
         .chain(served.iter())
         .map(|c| cert_fact(base, c, server_name))

@@ -1,73 +1,196 @@
-//! Building CEL values for facts: a small map builder and conversions between CEL values, JSON and
-//! display text.
+//! Building facts, and conversions between CEL values, JSON and display text.
 //!
-//! Facts are built as `cel::Value` trees directly (not through serde) because the fact model is its
-//! own documented shape, not a serialisation of the bundle: every key is always present, strings are
-//! `""` rather than `null` when absent, and numbers that rules compare are doubles or ints as
-//! `docs/facts.md` says.
+//! A fact is built once, directly as the value the interpreter holds ([`Fact`]): maps and lists
+//! are the interpreter's own containers behind a reference count ([`super::shared::Shared`]), so
+//! binding a fact to a variable, listing it in another fact or handing it to a comprehension shares
+//! it rather than copying it. There is no second form: a fact built as a `cel::Value` and converted
+//! would cost the conversion and, while both exist, twice the memory (at 20,000 probes the request
+//! facts alone were 110 MB in each form).
+//!
+//! Facts are built by hand (not through serde) because the fact model is its own documented shape,
+//! not a serialisation of the bundle: every key is always present, strings are `""` rather than
+//! `null` when absent, and numbers that rules compare are doubles or ints as `docs/facts.md` says.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cel::Value;
+use cel::common::types::{CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelString};
+use cel::common::value::Val;
 use cel::objects::{Key, Map};
 
-/// Distinct keys each thread keeps one copy of, at most.
-const KEY_LIMIT: usize = 4096;
+use super::shared::Shared;
 
-/// A map key. The fact model's field names repeat in every fact (a bundle with 20,000 probes
-/// has 20,000 request facts of the same fields): each thread keeps one shared copy of each name
-/// instead of a new string per map. Data-dependent names beyond [`KEY_LIMIT`] distinct ones are
-/// not kept, so the cache stays bounded.
-fn key(k: &str) -> Key {
-    thread_local! {
-        static KEYS: std::cell::RefCell<HashMap<String, Arc<String>>> =
-            std::cell::RefCell::new(HashMap::new());
+/// A fact value, as the interpreter holds it. Cloning one shares its maps and lists.
+#[derive(Debug)]
+pub struct Fact(Box<dyn Val>);
+
+impl Clone for Fact {
+    fn clone(&self) -> Self {
+        Fact(self.0.clone_as_boxed())
     }
-    KEYS.with_borrow_mut(|keys| {
-        if let Some(k) = keys.get(k) {
-            return Key::String(k.clone());
-        }
-        let shared = Arc::new(k.to_string());
-        if keys.len() < KEY_LIMIT {
-            keys.insert(k.to_string(), shared.clone());
-        }
-        Key::String(shared)
-    })
 }
 
-/// A map under construction.
+impl Fact {
+    /// An int.
+    pub fn int(v: i64) -> Self {
+        Fact(Box::new(CelInt::from(v)))
+    }
+    /// A double.
+    pub fn float(v: f64) -> Self {
+        Fact(Box::new(CelDouble::from(v)))
+    }
+    /// A bool.
+    pub fn bool(v: bool) -> Self {
+        Fact(Box::new(CelBool::from(v)))
+    }
+    /// A string.
+    pub fn string(v: impl Into<String>) -> Self {
+        Fact(Box::new(CelString::from(v.into())))
+    }
+    /// The value, to bind in a context (shared, not copied).
+    pub fn to_val(&self) -> Box<dyn Val> {
+        self.0.clone_as_boxed()
+    }
+    /// The value itself.
+    pub fn as_val(&self) -> &dyn Val {
+        self.0.as_ref()
+    }
+    /// A copy as a `cel::Value`, for what inspects a fact's shape or prints it (the rule checker,
+    /// the fact model's documentation), never on the evaluation path.
+    pub fn to_value(&self) -> Value {
+        Value::try_from(self.0.as_ref()).unwrap_or(Value::Null)
+    }
+}
+
+/// A map under construction. Field names are the fact model's, known at compile time, so a map
+/// borrows them rather than storing a copy in each of thousands of facts.
 #[derive(Debug, Default)]
-pub struct Obj(HashMap<Key, Value>);
+pub struct Obj(Vec<(CelMapKey<'static>, Box<dyn Val>)>);
 
 impl Obj {
     /// An empty map.
     pub fn new() -> Self {
-        Obj(HashMap::new())
+        Obj(Vec::new())
+    }
+    fn set(mut self, k: CelMapKey<'static>, v: Box<dyn Val>) -> Self {
+        self.0.push((k, v));
+        self
+    }
+    /// Set a string.
+    pub fn s(self, k: &'static str, v: impl Into<String>) -> Self {
+        self.set(field(k), Box::new(CelString::from(v.into())))
+    }
+    /// Set an int.
+    pub fn i(self, k: &'static str, v: i64) -> Self {
+        self.set(field(k), Box::new(CelInt::from(v)))
+    }
+    /// Set a double.
+    pub fn f(self, k: &'static str, v: f64) -> Self {
+        self.set(field(k), Box::new(CelDouble::from(v)))
+    }
+    /// Set a bool.
+    pub fn b(self, k: &'static str, v: bool) -> Self {
+        self.set(field(k), Box::new(CelBool::from(v)))
+    }
+    /// Set any fact.
+    pub fn v(self, k: &'static str, v: Fact) -> Self {
+        self.set(field(k), v.0)
+    }
+    /// Set a value under a key that is data (a label name, a status code), not a field name.
+    fn data(self, k: &str, v: Box<dyn Val>) -> Self {
+        self.set(CelMapKey::String(CelString::from(k.to_owned())), v)
+    }
+    /// The finished map. A key set twice keeps its last value.
+    pub fn build(self) -> Fact {
+        // Collected once at its final size: growing a map field by field rehashes it several
+        // times, and a request fact has about forty fields.
+        let entries: HashMap<CelMapKey<'static>, Box<dyn Val>> = self.0.into_iter().collect();
+        Fact(Box::new(Shared::new(CelMap::from(entries))))
+    }
+}
+
+fn field(k: &'static str) -> CelMapKey<'static> {
+    CelMapKey::String(CelString::from(k))
+}
+
+/// A list fact.
+pub fn list<I: IntoIterator<Item = Fact>>(items: I) -> Fact {
+    let items: Vec<Box<dyn Val>> = items.into_iter().map(|f| f.0).collect();
+    Fact(Box::new(Shared::new(CelList::from(items))))
+}
+
+/// A list of strings.
+pub fn strings<I: IntoIterator<Item = S>, S: Into<String>>(items: I) -> Fact {
+    list(items.into_iter().map(Fact::string))
+}
+
+/// A string-to-string map (labels, selector, extracted fields).
+pub fn string_map<'a, I: IntoIterator<Item = (&'a String, &'a String)>>(items: I) -> Fact {
+    let mut o = Obj::new();
+    for (k, v) in items {
+        o = o.data(k, Box::new(CelString::from(v.clone())));
+    }
+    o.build()
+}
+
+/// A map from string keys to ints (status counts).
+pub fn int_map(items: &BTreeMap<String, u64>) -> Fact {
+    let mut o = Obj::new();
+    for (k, v) in items {
+        o = o.data(k, Box::new(CelInt::from(*v as i64)));
+    }
+    o.build()
+}
+
+/// A map from names to doubles (the settings).
+pub fn float_map<'a>(items: impl IntoIterator<Item = (&'a str, f64)>) -> Fact {
+    let mut o = Obj::new();
+    for (k, v) in items {
+        o = o.data(k, Box::new(CelDouble::from(v)));
+    }
+    o.build()
+}
+
+/// A map under construction as a `cel::Value`: the answers of the rule functions
+/// (`counter(…)`, `series(…)`), which the interpreter takes as `Value`s.
+#[derive(Debug, Default)]
+pub struct ValueObj(HashMap<Key, Value>);
+
+impl ValueObj {
+    /// An empty map.
+    pub fn new() -> Self {
+        ValueObj(HashMap::new())
     }
     /// Set a string.
     pub fn s(mut self, k: &str, v: impl Into<String>) -> Self {
-        self.0.insert(key(k), Value::String(Arc::new(v.into())));
+        self.0.insert(
+            Key::String(Arc::new(k.to_string())),
+            Value::String(Arc::new(v.into())),
+        );
         self
     }
     /// Set an int.
     pub fn i(mut self, k: &str, v: i64) -> Self {
-        self.0.insert(key(k), Value::Int(v));
+        self.0
+            .insert(Key::String(Arc::new(k.to_string())), Value::Int(v));
         self
     }
     /// Set a double.
     pub fn f(mut self, k: &str, v: f64) -> Self {
-        self.0.insert(key(k), Value::Float(v));
+        self.0
+            .insert(Key::String(Arc::new(k.to_string())), Value::Float(v));
         self
     }
     /// Set a bool.
     pub fn b(mut self, k: &str, v: bool) -> Self {
-        self.0.insert(key(k), Value::Bool(v));
+        self.0
+            .insert(Key::String(Arc::new(k.to_string())), Value::Bool(v));
         self
     }
     /// Set any value.
     pub fn v(mut self, k: &str, v: Value) -> Self {
-        self.0.insert(key(k), v);
+        self.0.insert(Key::String(Arc::new(k.to_string())), v);
         self
     }
     /// The finished map.
@@ -79,31 +202,8 @@ impl Obj {
 }
 
 /// A list value.
-pub fn list<I: IntoIterator<Item = Value>>(items: I) -> Value {
+pub fn value_list<I: IntoIterator<Item = Value>>(items: I) -> Value {
     Value::List(Arc::new(items.into_iter().collect()))
-}
-
-/// A list of strings.
-pub fn strings<I: IntoIterator<Item = S>, S: Into<String>>(items: I) -> Value {
-    list(items.into_iter().map(|s| Value::String(Arc::new(s.into()))))
-}
-
-/// A string-to-string map (labels, selector, extracted fields).
-pub fn string_map<'a, I: IntoIterator<Item = (&'a String, &'a String)>>(items: I) -> Value {
-    let mut o = Obj::new();
-    for (k, v) in items {
-        o = o.s(k, v.clone());
-    }
-    o.build()
-}
-
-/// A map from string keys to ints (status counts).
-pub fn int_map(items: &BTreeMap<String, u64>) -> Value {
-    let mut o = Obj::new();
-    for (k, v) in items {
-        o = o.i(k, *v as i64);
-    }
-    o.build()
 }
 
 /// A CEL value as JSON (for evidence in a Diagnosis). Maps become objects with sorted keys.
@@ -207,6 +307,9 @@ mod tests {
         assert_eq!(number_text(12.5), "12.5");
         assert_eq!(number_text(1234.56), "1234.6");
         let v = Obj::new().f("a", 2.0).s("b", "x").build();
-        assert_eq!(to_json(&v), serde_json::json!({"a": 2, "b": "x"}));
+        assert_eq!(
+            to_json(&v.to_value()),
+            serde_json::json!({"a": 2, "b": "x"})
+        );
     }
 }

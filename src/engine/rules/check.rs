@@ -18,7 +18,6 @@ use super::{Expr, Rule, RuleError};
 use crate::engine::diagnosis::SubjectKind;
 use crate::engine::eval::root_context;
 use crate::engine::facts::sample::sample_bundle;
-use crate::engine::facts::shared::to_vars;
 use crate::engine::facts::{COMMON_VARIABLES, FactBase, cluster_vars, subject_vars, variables_for};
 use crate::engine::metrics_query::MetricsIndex;
 use crate::engine::settings::Settings;
@@ -57,14 +56,14 @@ impl SampleWorld {
         }
         let cluster_shapes: HashMap<String, Shape> = cluster
             .iter()
-            .map(|(k, v)| (k.to_string(), shape_of(v, Some(k))))
+            .map(|(k, v)| (k.to_string(), shape_of(&v.to_value(), Some(k))))
             .collect();
         let shapes = SubjectKind::ALL
             .iter()
             .map(|kind| {
                 let mut m = cluster_shapes.clone();
                 for (k, v) in by_kind.get(kind).into_iter().flatten() {
-                    m.insert(k.to_string(), shape_of(v, Some(k)));
+                    m.insert(k.to_string(), shape_of(&v.to_value(), Some(k)));
                 }
                 (*kind, m)
             })
@@ -75,7 +74,7 @@ impl SampleWorld {
             .map(|(kind, vars)| {
                 let mut all = cluster.clone();
                 all.extend(vars.iter().cloned());
-                (*kind, root_context(metrics.clone(), &to_vars(&all)))
+                (*kind, root_context(metrics.clone(), &all))
             })
             .collect();
         SampleWorld { contexts, shapes }

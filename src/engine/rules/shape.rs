@@ -116,8 +116,11 @@ fn function_result(name: &str) -> Option<Shape> {
             ..HistogramAnswer::default()
         }),
         "series" => {
-            let row = crate::engine::facts::value::Obj::new()
-                .v("labels", crate::engine::facts::value::Obj::new().build())
+            let row = crate::engine::facts::value::ValueObj::new()
+                .v(
+                    "labels",
+                    crate::engine::facts::value::ValueObj::new().build(),
+                )
                 .f("value", 0.0)
                 .f("increase", 0.0)
                 .f("rate", 0.0)

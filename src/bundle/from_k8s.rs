@@ -178,6 +178,9 @@ pub fn add_endpoints(bundle: &mut EvidenceBundle, obj: &core::Endpoints) {
         ip: a.ip.clone(),
         target_ref: a.target_ref.as_ref().map(target_ref),
     };
+    // Ready and not-ready addresses stay apart: kube-aggregator's `MissingEndpoints` check (before
+    // 1.34) counts only `subsets[].addresses` with a port named like the Service port
+    // (REFERENCE §2.1); a pod failing readiness sits in `notReadyAddresses` and does not count.
     bundle.endpoints.push(Endpoints {
         namespace: ns_of(&obj.metadata),
         name: name_of(&obj.metadata),
@@ -197,6 +200,8 @@ pub fn add_endpoints(bundle: &mut EvidenceBundle, obj: &core::Endpoints) {
                     .ports
                     .iter()
                     .flatten()
+                    // An unnamed port is "", which is what the aggregator compares with an
+                    // unnamed Service port.
                     .map(|p| EndpointPort {
                         name: p.name.clone().unwrap_or_default(),
                         port: p.port,
@@ -212,6 +217,8 @@ pub fn add_endpoint_slice(bundle: &mut EvidenceBundle, obj: &discovery::Endpoint
     bundle.endpoint_slices.push(EndpointSlice {
         namespace: ns_of(&obj.metadata),
         name: name_of(&obj.metadata),
+        // A slice names its Service only through this label (set by the EndpointSlice
+        // controller); slice names are generated, and one Service may have several.
         service_name: obj
             .metadata
             .labels
@@ -224,6 +231,9 @@ pub fn add_endpoint_slice(bundle: &mut EvidenceBundle, obj: &discovery::Endpoint
             .flatten()
             .map(|e| SliceEndpoint {
                 addresses: e.addresses.clone(),
+                // Kept as `Option`: the API says an unset `ready` means ready, which is how 1.34's
+                // aggregator reads it (`conditions.ready == nil || true`, REFERENCE §2.1); a
+                // default of false here would make such endpoints look unready.
                 ready: e.conditions.as_ref().and_then(|c| c.ready),
                 serving: e.conditions.as_ref().and_then(|c| c.serving),
                 terminating: e.conditions.as_ref().and_then(|c| c.terminating),
@@ -246,6 +256,8 @@ pub fn add_endpoint_slice(bundle: &mut EvidenceBundle, obj: &discovery::Endpoint
 /// or mounted secrets).
 pub fn add_pod(bundle: &mut EvidenceBundle, obj: &core::Pod) {
     let status = obj.status.clone().unwrap_or_default();
+    // The `Ready` condition, not the phase: a Running pod whose readiness probe fails is taken out
+    // of its Service's ready endpoints, which is what the aggregator and the webhook caller see.
     let ready = status
         .conditions
         .iter()
@@ -282,6 +294,9 @@ pub fn add_pod(bundle: &mut EvidenceBundle, obj: &core::Pod) {
         ready,
         restarts,
         container_problems,
+        // `serviceAccount` is the deprecated alias of `serviceAccountName`; with neither the pod
+        // runs as `default` (the ServiceAccount admission plugin sets it). The extension server's
+        // delegated auth RBAC is judged against this account.
         service_account: obj.spec.as_ref().map(|s| {
             s.service_account_name
                 .clone()
@@ -319,6 +334,8 @@ fn rules(rs: Option<&Vec<admreg::RuleWithOperations>>) -> Vec<WebhookRule> {
             api_groups: r.api_groups.clone().unwrap_or_default(),
             api_versions: r.api_versions.clone().unwrap_or_default(),
             resources: r.resources.clone().unwrap_or_default(),
+            // Unset means `*`, any scope (the admissionregistration v1 default); the matchers
+            // read `None` that way.
             scope: r.scope.clone(),
         })
         .collect()
@@ -368,6 +385,9 @@ macro_rules! webhook_of {
             configuration: $configuration,
             name: w.name.clone(),
             target,
+            // Both: the raw value says whether anyone chose a timeout; the effective one (10 s by
+            // default, range 1–30, REFERENCE §2.3) is what the API server enforces and what a
+            // `context deadline exceeded` is compared with.
             timeout_seconds: w.timeout_seconds,
             effective_timeout_seconds: w.timeout_seconds.unwrap_or(defaults.timeout_seconds),
             failure_policy: w
@@ -383,6 +403,8 @@ macro_rules! webhook_of {
             rules: rules(w.rules.as_ref()),
             namespace_selector: label_selector(w.namespace_selector.as_ref()),
             object_selector: label_selector(w.object_selector.as_ref()),
+            // CEL only the API server evaluates: their number is enough to say "called unless a
+            // matchCondition excludes it".
             match_conditions: w.match_conditions.as_ref().map_or(0, Vec::len),
             admission_review_versions: w.admission_review_versions.clone(),
         }
@@ -654,6 +676,8 @@ pub fn add_flow_schema(bundle: &mut EvidenceBundle, v: &Value) {
                         rule.non_resource_urls
                             .extend(strings(nr.get("nonResourceURLs")));
                     }
+                    // The union of the rule's resource and non-resource rules: enough to show a
+                    // schema, too coarse to match with (`collect::why::flow_match` reads the JSON).
                     for list in [&mut rule.verbs, &mut rule.api_groups, &mut rule.resources] {
                         list.sort();
                         list.dedup();
@@ -671,6 +695,7 @@ pub fn add_flow_schema(bundle: &mut EvidenceBundle, v: &Value) {
         uid: str_at(v, &["metadata", "uid"])
             .unwrap_or_default()
             .to_string(),
+        // 1000: the API's default for an unset precedence.
         matching_precedence: i32_at(v, &["spec", "matchingPrecedence"]).unwrap_or(1000),
         priority_level: str_at(v, &["spec", "priorityLevelConfiguration", "name"])
             .unwrap_or_default()
@@ -684,6 +709,9 @@ pub fn add_flow_schema(bundle: &mut EvidenceBundle, v: &Value) {
 /// A PriorityLevelConfiguration of any flowcontrol version (v1beta1…v1), as JSON.
 pub fn add_priority_level(bundle: &mut EvidenceBundle, v: &Value) {
     let limited = v.pointer("/spec/limited");
+    // v1beta3 (1.26) renamed `assuredConcurrencyShares` to `nominalConcurrencyShares` when
+    // borrowing between levels came in (with `lendablePercent`); the 1.24 captures serve v1beta2
+    // and carry only the old name (captures/notes/12-apf-rejection.md).
     let shares = limited.and_then(|l| {
         i32_at(l, &["nominalConcurrencyShares"])
             .or_else(|| i32_at(l, &["assuredConcurrencyShares"]))

@@ -59,6 +59,8 @@ pub fn probe_from(
 }
 
 /// The discovery path of an APIService: `/apis/<group>/<version>`, or `/api/<version>` for core.
+// The same path kube-aggregator's availability probe requests (REFERENCE §2.1; the core group's
+// APIService is `v1.`, with an empty group), so a failure here is comparable to its condition.
 pub fn discovery_path(group: &str, version: &str) -> String {
     if group.is_empty() {
         format!("/api/{version}")
@@ -68,6 +70,9 @@ pub fn discovery_path(group: &str, version: &str) -> String {
 }
 
 /// The `groupVersion` a discovery document names, or "" when it is not JSON or names none.
+// Kept because the availability probe looks only at the status code (2xx/3xx is `Passed`,
+// REFERENCE §2.1): a backend answering another group's document is `Available=True` and still
+// breaks discovery clients; the name it gives is what shows it.
 pub fn document_group_version(body: &[u8]) -> String {
     serde_json::from_slice::<Value>(body)
         .ok()
@@ -76,6 +81,8 @@ pub fn document_group_version(body: &[u8]) -> String {
 }
 
 /// The first resource of an APIResourceList that can be listed (not a subresource).
+// Subresources appear in the same list as `<resource>/<sub>` (`flunders/status`) and cannot be
+// listed on their own.
 pub fn listable_resource(doc: &Value) -> Option<String> {
     doc.get("resources")?
         .as_array()?

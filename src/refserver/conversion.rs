@@ -41,6 +41,7 @@ const CRD_DURATION_BUCKETS: &[f64] = &[
     0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
     8.192, 16.384,
 ];
+/// Buckets of `apiserver_conversion_webhook_duration_seconds`: 5 ms … 60 s (REFERENCE §3).
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0,
 ];
@@ -146,6 +147,8 @@ async fn call(
         .pointer("/spec/conversion/webhook/clientConfig")
         .cloned()
         .unwrap_or(Value::Null);
+    // A conversion webhook has no `timeoutSeconds` (admission webhooks do): the 30 s here is the
+    // fixed bound the module doc's `?timeout=30s` shows.
     let target = webhook_target(&cc, 30).map_err(|e| ("conversion_webhook_call_failure", e))?;
     let url = target.url();
     let uid = format!(
@@ -207,6 +210,8 @@ async fn call(
         )
     })?;
     let response = &parsed["response"];
+    // A 200 with `result.status: Failure` is the webhook refusing the conversion: the call worked,
+    // the read still fails (`if response.Result.Status != StatusSuccess` in webhook_converter.go).
     if response["result"]["status"] != "Success" {
         return Err((
             "conversion_webhook_malformed_response_failure",
@@ -225,6 +230,8 @@ async fn call(
             "conversion_webhook_no_objects_returned_failure",
             "no objects returned".into(),
         )),
+        // The API server checks each returned object's apiVersion against the desired one, so a
+        // webhook that echoes its input unconverted fails here rather than storing the wrong version.
         [one] if one["apiVersion"] == desired => Ok(one.clone()),
         [one] => Err((
             "conversion_webhook_invalid_converted_object_failure",

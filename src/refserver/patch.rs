@@ -6,6 +6,9 @@ use serde_json::Value;
 
 use super::status::ApiError;
 
+// RFC 7386: `null` deletes a key, objects merge key by key, and anything else — arrays included —
+// replaces the target whole. (A real strategic merge patch merges some lists by key, such as a
+// pod's containers by name; none of the kinds served here has such a list.)
 fn merge_patch(target: &mut Value, patch: &Value) {
     match (target.as_object_mut(), patch.as_object()) {
         (Some(t), Some(p)) => {
@@ -28,6 +31,8 @@ fn json_patch(target: &mut Value, ops: &Value) -> Result<(), ApiError> {
     {
         let path = op["path"].as_str().unwrap_or("");
         let (parent, last) = path.rsplit_once('/').unwrap_or(("", path));
+        // RFC 6901 unescaping, `~1` before `~0`: the other order would read `~01` as `/`
+        // instead of `~1`. Mutating webhooks escape `/` in label and annotation keys this way.
         let last = last.replace("~1", "/").replace("~0", "~");
         let container = target
             .pointer_mut(parent)

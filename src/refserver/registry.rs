@@ -28,6 +28,10 @@ pub struct ResourceDef {
     /// Short names (`cm`, `svc`).
     pub short_names: Vec<String>,
     /// Go type for etcd metrics.
+    // The internal type the etcd3 store is built on, not the served version, so every version of
+    // one resource shares it (`*core.ConfigMap`), and every custom resource reads
+    // `*unstructured.Unstructured` — which is why storage metrics cannot tell two CRDs apart
+    // (both spellings appear in the captures' `/metrics`).
     pub go_type: String,
     /// Whether this is a custom resource (served from a CRD).
     pub custom: bool,
@@ -299,6 +303,10 @@ const BUILTINS: &[Builtin] = &[
 
 /// The built-in group/versions, each with the groupPriorityMinimum/versionPriority kube-apiserver
 /// gives their Local APIService.
+// These order `/apis` discovery (highest group priority first), so kubectl resolves short names
+// and kinds the way it does against a real server. The values match the Local APIServices of
+// captures/cases/00-healthy/apiservices.json (a 1.24 server); flowcontrol v1 is newer than the
+// captures, which serve v1beta1/v1beta2 at 16100.
 pub const BUILTIN_GROUP_VERSIONS: &[(&str, &str, i64, i64)] = &[
     ("", "v1", 18000, 1),
     ("admissionregistration.k8s.io", "v1", 16700, 15),
@@ -371,6 +379,8 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceDef> {
         .and_then(|v| v["name"].as_str())
         .unwrap_or_default()
         .to_string();
+    // A version with `served: false` stays in the CRD (objects may still be stored at it) but is
+    // not in discovery and its paths 404, as in apiextensions-apiserver.
     versions
         .iter()
         .filter(|v| v["served"].as_bool() != Some(false))

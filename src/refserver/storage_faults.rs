@@ -20,6 +20,9 @@ use super::scenario::StorageFault;
 use super::state::State;
 use super::status::ApiError;
 
+// Names, help texts (stability prefix included) and labels are kube-apiserver 1.30's
+// (`apiserver pkg/storage/etcd3/metrics/metrics.go`, REFERENCE §3), so a scrape of the reference
+// server parses and reads like a real one.
 const ETCD_DURATION: Desc = Desc {
     name: "etcd_request_duration_seconds",
     help: "[ALPHA] Etcd request latency in seconds for each operation and object type.",
@@ -53,6 +56,8 @@ fn applies(f: &StorageFault, def: &ResourceDef, op: &str) -> bool {
 /// The injected etcd error, as a reason-less 500.
 pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<(), ApiError> {
     let started = Instant::now();
+    // Faults add up (latency plus an error is a slow failure); the first error named wins, so a
+    // scenario's order decides which text the client sees.
     let mut error = None;
     for f in state
         .scenario
@@ -64,6 +69,8 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
         if f.latency_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(f.latency_ms)).await;
         }
+        // A hold models an etcd that does not answer until something changes (capture 13 froze
+        // it with SIGSTOP for 34 s), which a fixed sleep cannot: the test releases it.
         if f.hold {
             let mut rx = state.storage.release.subscribe();
             let _ = rx.wait_for(|released| *released).await;
@@ -72,6 +79,8 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
             error = f.error.clone();
         }
     }
+    // Recorded for failed operations too, as the etcd3 store does: in capture 13 the stall shows
+    // as `etcd_request_duration_seconds` growing (sum 3.1 s → 614 s) while the writes got 504s.
     let labels = [op, def.go_type.as_str()];
     state.observability.metrics.observe(
         &ETCD_DURATION,
@@ -95,6 +104,8 @@ pub async fn storage_op(state: &State, def: &ResourceDef, op: &str) -> Result<()
 }
 
 /// Refresh `apiserver_storage_objects` for a resource.
+// The `resource` label is the group-qualified resource (`deployments.apps`, plain `configmaps` for
+// the core group), as kube-apiserver writes it.
 pub fn count_objects(state: &State, def: &ResourceDef) {
     let count = state.storage.store.count(&def.group, &def.resource);
     let name = if def.group.is_empty() {
@@ -110,6 +121,10 @@ pub fn count_objects(state: &State, def: &ResourceDef) {
 
 /// The `etcd` readiness check: fails when a fault on every resource makes etcd unusable (an error,
 /// a hold, or latency beyond the 2 s health-check timeout).
+// 2 s is the default of kube-apiserver's `--etcd-healthcheck-timeout`.
+// Only a fault on every resource (`*`) counts: the real check talks to etcd directly, not through
+// a resource, so one slow resource leaves `/readyz` green — which is what makes it a storage
+// diagnosis and not an outage.
 pub fn etcd_healthy(state: &State) -> bool {
     !state
         .scenario

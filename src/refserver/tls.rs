@@ -32,6 +32,10 @@ pub type PeerChain = Option<Arc<Vec<CertificateDer<'static>>>>;
 /// A swappable server configuration.
 pub type SharedConfig = Arc<RwLock<Arc<ServerConfig>>>;
 
+// Not rustls's `WebPkiClientVerifier::allow_unauthenticated`: that one still fails the handshake
+// when a certificate *is* presented and does not chain to its roots, so a front-proxy CA mismatch
+// would show as a TLS alert on the client instead of the 401 and the `Unable to authenticate the
+// request` log line a Go extension server gives (REFERENCE §2.3).
 #[derive(Debug)]
 struct RequestAnyClientCert {
     schemes: Vec<SignatureScheme>,
@@ -44,6 +48,9 @@ impl ClientCertVerifier for RequestAnyClientCert {
     fn client_auth_mandatory(&self) -> bool {
         false
     }
+    // No CA names in the CertificateRequest: a Go client then sends its certificate whatever its
+    // issuer (`SupportsCertificate` checks `AcceptableCAs` only when there are some), while with
+    // names listed it would send nothing and a wrong front-proxy CA would look like anonymous.
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
         &[]
     }
@@ -53,8 +60,11 @@ impl ClientCertVerifier for RequestAnyClientCert {
         _intermediates: &[CertificateDer<'_>],
         _now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
+        // Trust is judged per request by `client_identity`, against the CA the handler trusts.
         Ok(ClientCertVerified::assertion())
     }
+    // The handshake signatures are still checked: the client must hold the key of the certificate
+    // it presents, as with Go's `RequestClientCert`, so a copied certificate alone identifies no one.
     fn verify_tls12_signature(
         &self,
         message: &[u8],
@@ -99,6 +109,8 @@ pub fn server_config(cert: &KeyedCert) -> Result<Arc<ServerConfig>, rustls::Erro
         .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(Arc::new(RequestAnyClientCert { schemes }))
         .with_single_cert(cert.chain.clone(), cert.key())?;
+    // In a Go server's order (`h2` first), so clients that speak HTTP/2 to kube-apiserver —
+    // kubectl, kube-rs — negotiate it here too.
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
@@ -218,7 +230,9 @@ async fn turned_true(flag: &mut watch::Receiver<bool>) {
     }
 }
 
-/// The identity a verified client certificate carries: CN as user, O as groups.
+/// The identity a verified client certificate carries: CN as user, O as groups — the mapping of
+/// the x509 authenticator (`apiserver pkg/authentication/request/x509/x509.go`,
+/// `CommonNameUserConversion`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CertIdentity {
     /// Subject CN.
@@ -244,6 +258,8 @@ pub fn client_identity(
     let ee = webpki::EndEntityCert::try_from(leaf).map_err(|e| format!("{e:?}"))?;
     let time =
         UnixTime::since_unix_epoch(std::time::Duration::from_secs(at.as_second().max(0) as u64));
+    // Client-auth extended key usage, as the x509 authenticator asks for (`ExtKeyUsageClientAuth`):
+    // a serving certificate reused as the proxy client certificate is refused, as in Kubernetes.
     ee.verify_for_usage(
         webpki::ALL_VERIFICATION_ALGS,
         &anchors,

@@ -48,6 +48,9 @@ pub(crate) fn looks_like(lines: &[&str]) -> bool {
 }
 
 /// A verbose check line: `[+]etcd ok` or `[-]etcd failed: reason withheld`.
+// The API server never puts a failing check's error in the response (`healthz.go` prints
+// `reason withheld` and logs the error): the listing says which check failed, the kube-apiserver
+// log says why (capture 13: `[-]etcd failed: reason withheld` while etcd was frozen).
 fn is_item(l: &str) -> bool {
     l.starts_with("[+]") || l.starts_with("[-]")
 }

@@ -38,6 +38,8 @@ fn s<'v>(v: &'v Value, pointer: &str) -> &'v str {
 }
 
 /// `x` is in `list`, or `list` has `*`.
+// Go's `containsString` honours the wildcard only as the list's sole member; validation rejects
+// `*` beside other entries, so "anywhere in the list" gives the same answer on valid objects.
 pub(super) fn has_or_star(list: &[&str], x: &str) -> bool {
     list.iter().any(|i| *i == "*" || *i == x)
 }
@@ -54,6 +56,9 @@ fn subject_match(subject: &Value, user: &UserInfo) -> Option<String> {
             (name == "*" || user.groups.iter().any(|g| g == name))
                 .then(|| format!("group {name:?}"))
         }
+        // A service account authenticates as `system:serviceaccount:<ns>:<name>`, so Go matches
+        // the username (`serviceaccount.MatchesUsername`; for name `*` only the namespace part,
+        // `serviceAccountMatchesNamespace`), never the groups.
         "ServiceAccount" => {
             let ns = s(subject, "/serviceAccount/namespace");
             let name = s(subject, "/serviceAccount/name");
@@ -75,12 +80,17 @@ fn resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
     let verbs = strs(rule.get("verbs"));
     let groups = strs(rule.get("apiGroups"));
     let resources = strs(rule.get("resources"));
+    // `resource` is already `resource/subresource` (Go's `rsJoin`): a rule naming `pods` does
+    // not cover `pods/log`.
     if !has_or_star(&verbs, req.verb)
         || !has_or_star(&groups, group)
         || !has_or_star(&resources, resource)
     {
         return false;
     }
+    // Go's `matchesResourcePolicyRule`: a request without a namespace (a cluster-scoped object,
+    // or a list across all namespaces) matches only `clusterScope: true`; `namespaces: ["*"]`
+    // covers every namespace but never the namespace-less request.
     match namespace {
         Some(ns) => has_or_star(&strs(rule.get("namespaces")), ns),
         None => rule.get("clusterScope").and_then(Value::as_bool) == Some(true),
@@ -104,6 +114,8 @@ fn url_matches(pattern: &str, path: &str) -> bool {
     path.starts_with(&prefix)
 }
 
+// Go's `matchesPolicyRule` tries `resourceRules` for resource requests and `nonResourceRules`
+// for the rest, never both, so a `*` non-resource rule does not catch a resource request.
 fn non_resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
     req.resource.is_none()
         && has_or_star(&strs(rule.get("verbs")), req.verb)
@@ -115,6 +127,9 @@ fn non_resource_rule_matches(rule: &Value, req: &FlowRequest<'_>) -> bool {
 /// The FlowSchema APF puts the request in: lowest `matchingPrecedence` first, ties by name.
 pub fn match_flow_schema(schemas: &[Value], req: &FlowRequest<'_>) -> Option<FlowMatch> {
     let mut ordered: Vec<&Value> = schemas.iter().collect();
+    // 1000 is what the API defaults an unset `matchingPrecedence` to (flowcontrol types.go).
+    // Equal precedences fall back to the name, as APF's own config tests order them
+    // (`fsPrecedes`): without it the winner would depend on list order.
     ordered.sort_by(|a, b| {
         let p = |v: &Value| {
             v.pointer("/spec/matchingPrecedence")
@@ -198,6 +213,11 @@ pub fn keep_flow_objects<'v>(
     schema_uid: Option<&str>,
     level_uid: Option<&str>,
 ) -> KeptFlow<'v> {
+    // The response names its FlowSchema and priority level by UID only
+    // (`X-Kubernetes-PF-FlowSchema-UID`, `X-Kubernetes-PF-PriorityLevel-UID`, REFERENCE §2.3),
+    // so they are resolved against the listed objects. When matching and the header disagree
+    // (the user guessed wrong, or the schemas changed between the request and the list) both
+    // are kept: the disagreement is itself evidence.
     let from_header = schema_uid
         .filter(|u| !u.is_empty())
         .and_then(|uid| schemas.iter().find(|x| uid_of(x) == uid))

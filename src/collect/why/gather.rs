@@ -59,6 +59,8 @@ pub(super) struct WriteFacts<'a> {
     pub object_labels: &'a BTreeMap<String, String>,
 }
 
+// A 404 is an answer, not a failed read: the CRD or namespace does not exist. Kept apart from a
+// gap so the path can be called unregistered (no CRD, no APIService) instead of "unknown".
 async fn get_optional(f: &Fetcher, path: &str) -> Result<Option<Value>, FetchError> {
     match f.get_json(path).await {
         Ok(v) => Ok(Some(v)),
@@ -68,6 +70,8 @@ async fn get_optional(f: &Fetcher, path: &str) -> Result<Option<Value>, FetchErr
 }
 
 /// FlowSchemas and priority levels as JSON, in the newest flowcontrol version served.
+// Not a fixed path: a 1.24 cluster serves only v1beta1/v1beta2 and a 1.32 one only v1 and v1beta3
+// (`flowcontrol::KNOWN_VERSIONS` has the ranges), so the group's discovery document decides.
 async fn fetch_flow(f: &Fetcher) -> Result<(Vec<Value>, Vec<Value>), FetchError> {
     const GROUP: &str = "flowcontrol.apiserver.k8s.io";
     let doc = f.get_json(&format!("/apis/{GROUP}")).await?;
@@ -88,6 +92,10 @@ fn crd_route(crd: &Crd, requested: &str) -> CrdRoute {
         .find(|v| v.storage)
         .map(|v| v.name.clone())
         .unwrap_or_default();
+    // Strategy `None` converts in process by rewriting `apiVersion` only (the CRD versioning
+    // docs); only `Webhook` puts a conversion webhook on the read path. Objects stay in etcd at the
+    // version they were written in until rewritten, and `status.storedVersions` lists every such
+    // version, so a read at the storage version still converts while another version is listed.
     let webhook = crd.conversion.strategy == "Webhook";
     let other_stored = crd.stored_versions.iter().any(|v| v != requested) || storage != requested;
     CrdRoute {
@@ -215,10 +223,16 @@ pub(super) async fn gather(
                     .iter()
                     .filter(|a| a.group == group && version.is_none_or(|v| a.version == v))
                     .collect();
+                // A group-level path (`/apis/<group>`) has one APIService per version; the
+                // remote one with the highest `versionPriority` is the one the group is about.
                 let remote = of_path
                     .iter()
                     .filter(|a| !a.is_local())
                     .max_by_key(|a| a.version_priority.unwrap_or(0));
+                // Only local APIServices (`spec.service` nil, condition reason `Local`): kube-
+                // apiserver serves the path itself — a built-in group, or a CRD group, whose local
+                // APIService kube-apiserver's `crdregistration` controller creates. The CRD read
+                // below tells the two apart.
                 serving = match (remote, of_path.is_empty()) {
                     (Some(a), _) => {
                         api_service = Some(a.name.clone());
@@ -244,7 +258,9 @@ pub(super) async fn gather(
         Err(g) => scratch.gaps.push(g),
     }
 
-    // A custom resource: its CRD, unless an extension server serves the group.
+    // A custom resource: its CRD, unless an extension server serves the group. kube-aggregator
+    // sits first in kube-apiserver's handler chain and proxies a remote APIService's whole
+    // `/apis/<group>/<version>`, so a CRD of the same group/version never sees the request.
     let mut crd_info = None;
     match crd {
         Some(Ok(Some(v))) if serving != Serving::Aggregated => {
@@ -275,6 +291,9 @@ pub(super) async fn gather(
         && serving != Serving::Aggregated
         && !exempt_from_webhooks(&r.group, &r.resource)
     {
+        // Mutating before validating: the order the API server's admission chain calls them in
+        // (MutatingAdmissionWebhook runs before ValidatingAdmissionWebhook), so the trace lists
+        // the calls in the order they happen.
         let mut all = EvidenceBundle::default();
         match mutating {
             Ok(items) => {
@@ -312,6 +331,8 @@ pub(super) async fn gather(
                 scratch.gaps.push(g);
                 None
             }
+            // Unreadable labels stay `None`, not empty: a namespaceSelector judged against no
+            // labels would wrongly exclude the webhook; `match_webhook` says "undecided" instead.
             _ => None,
         };
         let operation = target.method.operation().unwrap_or("CREATE");
@@ -393,6 +414,12 @@ pub(super) async fn gather(
 
     // Rounds two and three: what the kept objects point at.
     let references = refs::References::of(&scratch);
+    // An extension server built on k8s.io/apiserver authenticates the front proxy with the CA in
+    // kube-system's `extension-apiserver-authentication` ConfigMap (read through a RoleBinding to
+    // the `extension-apiserver-authentication-reader` Role) and delegates authn/authz to
+    // kube-apiserver with TokenReviews and SubjectAccessReviews (the `system:auth-delegator`
+    // ClusterRole). Those bindings are what a 401/403 on an aggregated path is judged against
+    // (captures 08a/08b); no other path needs them.
     let rbac = async {
         if serving != Serving::Aggregated {
             return Vec::new();
@@ -432,6 +459,9 @@ pub(super) async fn gather(
             backends::Backends::default()
         }
     };
+    // The handshakes need the endpoints found in round two; `--backend-address` overrides them
+    // where a pod IP is not reachable from where `why` runs (the reference server's backends
+    // listen on 127.0.0.1 ports, not on the addresses their Endpoints name).
     let targets = tls::targets(&scratch, &found, &opts.backend_addresses);
     let (pods, handshakes) = tokio::join!(
         crate::collect::bounded(deadline, backends::fetch_pods(f, &found)),

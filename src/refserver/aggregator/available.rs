@@ -246,9 +246,14 @@ pub async fn sync_one(state: &State, name: &str) -> bool {
             && c["reason"] == cond.reason
             && c["message"] == cond.message.as_str()
     });
+    // An unchanged status is not written, as `updateAPIServiceStatus` skips a semantically equal
+    // one: a write every period would bump the resourceVersion and wake every APIService watcher.
     if same {
         return false;
     }
+    // `SetAPIServiceCondition` keeps `lastTransitionTime` while the status stays the same (only the
+    // reason or message changed): it dates the last True↔False flip, which is what says how long
+    // a group has been down.
     let transition = match &old {
         Some(c) if c["status"] == cond.status => c["lastTransitionTime"].clone(),
         _ => json!(

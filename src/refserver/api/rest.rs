@@ -65,6 +65,8 @@ fn namespace_of(def: &ResourceDef, info: &RequestInfo) -> String {
 
 async fn get(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     let (info, def) = (call.info, call.def);
+    // Faults apply to reads too: a stalled etcd stalls gets and lists, not only writes (capture
+    // 13: a paginated `kubectl get cm` timed out while etcd was frozen).
     storage_op(state, def, "get").await?;
     let key = Key::new(
         &def.group,
@@ -107,7 +109,10 @@ async fn list(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Api
     );
     let keep = filter(info)?;
     let mut items: Vec<Value> = items.into_iter().filter(|o| keep(o)).collect();
-    // continue = base64 of the last key returned; limit pages by namespace/name order.
+    // continue = base64 of the last key returned; limit pages by namespace/name order, the order
+    // of etcd's range reads over `/registry/<resource>/<ns>/<name>`. Clients treat the token as
+    // opaque (kube-apiserver's is base64 JSON with a resourceVersion and a start key), so this
+    // simpler one pages the same way for kubectl and client-go.
     if let Some(token) = info.param("continue").filter(|t| !t.is_empty()) {
         let after = base64::engine::general_purpose::STANDARD
             .decode(token)
@@ -120,6 +125,7 @@ async fn list(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Api
     if let Some(limit) = info
         .param("limit")
         .and_then(|l| l.parse::<usize>().ok())
+        // `limit=0` means no limit in the list API, not an empty page.
         .filter(|l| *l > 0)
         && items.len() > limit
     {
@@ -130,6 +136,8 @@ async fn list(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Api
         meta["remainingItemCount"] = json!(remaining);
     }
     let items = conversion::to_version(state, def, items).await?;
+    // `kubectl get` asks for `as=Table` and prints the server's columns; without it kubectl would
+    // fall back to its own printers and the output would not look like a real cluster's.
     if table::wants_table(call.accept) {
         let mut t = table::table(&def.kind, &items, &rv.to_string());
         t["metadata"] = meta;
@@ -215,6 +223,8 @@ async fn create(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, A
             .and_then(Value::as_str)
         {
             Some(prefix) => {
+                // kube-apiserver appends five random characters (`SimpleNameGenerator`); derived
+                // from the revision here so that replays and their snapshots are reproducible.
                 let n = state.storage.store.revision() * 7919 % 100_000;
                 obj["metadata"]["name"] = json!(format!("{prefix}{n:05}"));
             }
@@ -244,6 +254,8 @@ async fn create(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, A
         .store
         .create(key.clone(), obj, info.dry_run())
         .map_err(|e| store_err(def, &key.name, e))?;
+    // A dry run has been through admission, validation and the store's checks (an existing name
+    // still conflicts) but was not written, so no controller may react to it.
     if !info.dry_run() {
         after_write(state, def, &key.namespace, &key.name);
     }
@@ -262,6 +274,9 @@ async fn write_update(
 ) -> Result<Response<Body>, ApiError> {
     let (info, def) = (call.info, call.def);
     check_type(def, &mut obj)?;
+    // The status-subresource contract (CRD docs, "Status subresource"): a write to `/status`
+    // changes only `.status`, and a write to the object itself cannot change `.status` — which
+    // is why controllers and users cannot overwrite each other's half.
     if info.subresource == "status" {
         // Only status changes through /status.
         let mut next = current.clone();
@@ -347,6 +362,8 @@ async fn patch(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Ap
 async fn delete(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, ApiError> {
     let (info, def) = (call.info, call.def);
     let cur = current(state, def, info).await?;
+    // DeleteOptions `preconditions.resourceVersion`: the delete is a compare-and-swap like an
+    // update (409 when the object changed since it was read).
     let precondition = serde_json::from_slice::<Value>(call.body)
         .ok()
         .and_then(|o| {
@@ -399,6 +416,9 @@ async fn delete_collection(
     );
     let keep = filter(info)?;
     let mut deleted = Vec::new();
+    // One admission call and one storage delete per object, as kube-apiserver's
+    // `DeleteCollection` deletes item by item: a storage fault applies to every delete, and a
+    // webhook that refuses an item fails the call.
     for o in items.into_iter().filter(|o| keep(o)) {
         admission::admit(
             state,

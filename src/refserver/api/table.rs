@@ -64,6 +64,9 @@ fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
     obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
+// kube-aggregator's printer: `Local` for an APIService without `spec.service`, and the reason
+// beside a status that is not True — the `False (FailedDiscoveryCheck)` an operator reads in
+// `kubectl get apiservices` (captures/cases/*/apiservices-table.txt).
 fn apiservice_row(o: &Value) -> Vec<Value> {
     let service = match o.pointer("/spec/service") {
         Some(svc) if !svc.is_null() => format!("{}/{}", s(svc, "/namespace"), s(svc, "/name")),
@@ -145,6 +148,7 @@ fn columns(kind: &str) -> (Vec<Value>, Cells) {
             vec![col("Service", "string", ""), col("Available", "string", "")],
             apiservice_row,
         ),
+        // DATA counts `binaryData` keys too, as kubectl's ConfigMap printer does.
         "ConfigMap" => (vec![col("Data", "string", "")], |o| {
             vec![json!(count(o, "/data") + count(o, "/binaryData"))]
         }),
@@ -227,6 +231,8 @@ pub fn table(kind: &str, items: &[Value], resource_version: &str) -> Value {
             row.push(json!(age(o)));
             json!({
                 "cells": row,
+                // `includeObject` defaults to `Metadata` (meta/v1 `TableOptions`): each row carries
+                // the object's metadata as a PartialObjectMetadata, not the whole object.
                 "object": {
                     "kind": "PartialObjectMetadata",
                     "apiVersion": "meta.k8s.io/v1",
@@ -245,6 +251,8 @@ pub fn table(kind: &str, items: &[Value], resource_version: &str) -> Value {
 }
 
 /// Whether the client asked for a Table.
+// kubectl sends `application/json;as=Table;v=v1;g=meta.k8s.io,…;v=v1beta1…,application/json`:
+// any `as=Table` offer is taken, and v1 is the only Table version served.
 pub fn wants_table(accept: &str) -> bool {
     accept.contains("as=Table")
 }

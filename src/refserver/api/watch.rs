@@ -30,6 +30,8 @@ const TERMINATED: Desc = Desc {
     help: "[ALPHA] Counter of watchers closed due to unresponsiveness broken by resource type.",
     labels: &["resource"],
 };
+// The 1.29–1.33 label set; 1.34 swaps `kind` for `resource` (REFERENCE §3), which is why the
+// rules read either.
 const WATCH_EVENTS: Desc = Desc {
     name: "apiserver_watch_events_total",
     help: "[ALPHA] Number of events sent in watch clients",
@@ -77,6 +79,9 @@ pub async fn serve(
             && (ns.is_empty() || k.namespace == ns)
             && (name.is_empty() || k.name == name)
     };
+    // Bounded like the cacher's per-watcher buffer: a client that stops reading fills it, the
+    // stream then falls behind the store's broadcast, and it is terminated below as the cacher
+    // terminates an unresponsive watcher — an unbounded buffer would hide a stuck client.
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     match state.storage.store.watch_from(rv, &matches) {
         Err(StoreError::Expired(a, b)) => {
@@ -172,6 +177,7 @@ async fn stream(
     let mut ticker = tokio::time::interval(Duration::from_millis(
         state.scenario.server.bookmark_interval_ms.max(10),
     ));
+    // The first tick is immediate; a bookmark belongs one interval after the backlog.
     ticker.tick().await;
     tokio::pin!(deadline, kill);
     loop {
@@ -182,6 +188,9 @@ async fn stream(
                 return;
             }
             _ = tx.closed() => return,
+            // A bookmark is only kind, apiVersion and a resourceVersion (KEP-956): a reflector
+            // resumes from it after a reconnect instead of from an old version that may have been
+            // compacted meanwhile — the 410 of captures/cases/16b.
             _ = ticker.tick(), if bookmarks => {
                 let bm = json!({"kind": def.kind, "apiVersion": def.api_version(), "metadata": {"resourceVersion": last_rv.max(state.storage.store.revision()).to_string()}});
                 if tx.send(line("BOOKMARK", &bm)).await.is_err() { return; }
@@ -191,6 +200,8 @@ async fn stream(
                     last_rv = e.rv;
                     if !send(e).await { return; }
                 }
+                // Filtered-out events still advance the bookmark: the watcher has seen the store
+                // up to there, and a selective watch would otherwise resume far behind.
                 Ok(e) => last_rv = e.rv,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Too slow to keep up: the cacher terminates such watchers.

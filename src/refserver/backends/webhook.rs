@@ -31,6 +31,8 @@ async fn handle(b: &Behaviour, req: Request<Incoming>) -> Response<Body> {
         return text_response(200, "this is not a review\n".into());
     }
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // Echoed back: the API server rejects a review whose `response.uid` is not the request's
+    // (`received invalid webhook response`), so a correct webhook must answer with it.
     let uid = review
         .pointer("/request/uid")
         .cloned()
@@ -46,6 +48,9 @@ async fn handle(b: &Behaviour, req: Request<Incoming>) -> Response<Body> {
             .into_iter()
             .flatten()
             .map(|o| {
+                // Only `apiVersion`: the scenario CRDs' versions are schemaless
+                // (`x-kubernetes-preserve-unknown-fields`), so that is a complete conversion for
+                // them; what the scenarios exercise is the webhook failing, not its logic.
                 let mut o = o.clone();
                 o["apiVersion"] = desired.clone();
                 o
@@ -60,6 +65,8 @@ async fn handle(b: &Behaviour, req: Request<Incoming>) -> Response<Body> {
         );
     }
     let mut response = json!({"uid": uid, "allowed": b.answer == WebhookAnswer::Allow});
+    // A denial carries its own Status, which the API server wraps as `admission webhook %q
+    // denied the request: …` (REFERENCE §2.3): a rejection, not a failure of the call.
     if b.answer == WebhookAnswer::Deny {
         let message = b
             .deny_message
@@ -67,6 +74,7 @@ async fn handle(b: &Behaviour, req: Request<Incoming>) -> Response<Body> {
             .unwrap_or_else(|| "denied by policy".into());
         response["status"] = json!({"code": 403, "reason": "Forbidden", "message": message});
     } else if let Some(patch) = &b.patch {
+        // `JSONPatch` is the only patchType admission/v1 defines; the patch travels base64.
         response["patchType"] = json!("JSONPatch");
         response["patch"] = json!(
             base64::engine::general_purpose::STANDARD

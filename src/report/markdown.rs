@@ -303,6 +303,9 @@ fn text(s: &str) -> String {
 fn code(s: &str) -> String {
     let s = s.replace(['\n', '\r'], " ");
     let fence = "`".repeat(longest_backtick_run(&s) + 1);
+    // CommonMark strips one space from each end of a code span that has one on both ends, so the
+    // padding is invisible in the rendered text and only keeps a content backtick from merging
+    // into the fence.
     let pad = if s.starts_with('`') || s.ends_with('`') {
         " "
     } else {

@@ -131,9 +131,9 @@ fn an_unknown_file_inside_a_directory_is_a_skipped_gap() {
     assert!(!b.health_checks[0].ok);
 }
 
-// `kubectl get all -o json` style dumps sweep Secrets in with everything else, and bundles are
-// attached to tickets: Secret data, tokens and keys must be dropped on import, whatever the
-// shape they arrive in (DESIGN §2).
+// A namespace export (`kubectl get configmaps,secrets,… -o json`) sweeps Secrets in with the rest,
+// and bundles are attached to tickets: Secret data, tokens and keys must be dropped on import,
+// whatever the shape they arrive in (DESIGN §2).
 #[test]
 fn secrets_never_reach_the_bundle() {
     let tmp = tempfile::tempdir().unwrap();

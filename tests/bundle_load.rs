@@ -30,6 +30,8 @@ fn assert_input_error(name: &str, content: &[u8], needle: &str) {
 const MINIMAL: &str =
     "apiVersion: extpath.dev/v1alpha1\nkind: EvidenceBundle\ncollection:\n  tool_version: 0.1.0\n";
 
+// A bundle is attached to an incident and analysed elsewhere (DESIGN §2), often after someone
+// converted it for a tool of theirs: YAML → JSON → YAML must give back the same document.
 #[test]
 fn a_minimal_bundle_round_trips_through_yaml_and_json() {
     let (code, yaml, stderr) = import_of("b.yaml", MINIMAL.as_bytes());
@@ -51,6 +53,11 @@ fn a_minimal_bundle_round_trips_through_yaml_and_json() {
     assert_eq!(String::from_utf8_lossy(&back.stdout), yaml);
 }
 
+// Each input is a real way a bundle goes wrong on its way to `analyze`: an empty file (a failed
+// `collect … > b.yaml` still creates it), a binary (an archive attached by mistake), an upload
+// cut short, a bundle from a newer release, a kubectl List where a bundle was expected (the hint
+// points to `--raw`), a hand edit with a typo'd field, and nesting deep enough to overflow a
+// recursive parser. All must be exit 2 and one line naming the file (DESIGN §5), never a panic.
 #[test]
 fn bad_bundles_exit_2_with_one_line_naming_the_file() {
     assert_input_error("empty.yaml", b"", "empty file");

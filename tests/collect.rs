@@ -36,6 +36,8 @@ fn served_leaf<'a>(b: &'a Value, owner: &str) -> Option<&'a Value> {
     })
 }
 
+// Read-only by construction (DESIGN §5): a tool run against a cluster in trouble must not add
+// writes to it, so the test checks what the server saw, not what the collector says it did.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_cluster_is_collected_whole_and_only_read() {
     let server = start("healthy").await;
@@ -157,6 +159,9 @@ async fn a_healthy_cluster_is_collected_whole_and_only_read() {
     server.shutdown().await;
 }
 
+// kube-aggregator's availability probe skips CA and SAN checks, so `Available=True` sits beside a
+// caBundle that real proxied requests reject (DESIGN §1 rule 7): the collector must do its own
+// handshake against `<svc>.<ns>.svc`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn available_true_is_not_taken_on_trust() {
     let server = start("aggregation-wrong-ca").await;
@@ -206,6 +211,8 @@ async fn available_true_is_not_taken_on_trust() {
     server.shutdown().await;
 }
 
+// One scrape of cumulative counters describes the server's whole life, not the incident
+// (DESIGN §2); only two scrapes a window apart give rates and window quantiles.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_scrapes_make_a_window() {
     let server = start("healthy").await;
@@ -248,6 +255,8 @@ async fn two_scrapes_make_a_window() {
     server.shutdown().await;
 }
 
+// Exit 3 is "the cluster could not be reached at all" (DESIGN §4): CI must tell it from "found a
+// problem" (1), or a network blip pages someone about an extension API.
 #[test]
 fn an_unreachable_server_is_exit_3() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -296,6 +305,8 @@ fn shipped_cluster_role_rules() -> String {
     serde_json::to_string(&shipped_cluster_role()["rules"]).unwrap()
 }
 
+// Real users run with partial RBAC: a 403 must become a gap that says what is missing, not a
+// failed run. And the role the project ships must really be enough for a complete collection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_may_not_be_read_is_a_gap_and_the_shipped_role_is_enough() {
     let scenario = LIMITED.replace("RULES", &shipped_cluster_role_rules());
@@ -346,6 +357,8 @@ async fn what_may_not_be_read_is_a_gap_and_the_shipped_role_is_enough() {
     server.shutdown().await;
 }
 
+// `--as`/`--as-group` are how an admin checks what a user or controller sees; the headers must
+// reach the server, or the diagnosis silently describes the admin's view.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn impersonation_flags_are_sent() {
     let scenario = LIMITED.replace("RULES", "[]");
@@ -424,6 +437,8 @@ faults:
     - {resource: apiservices, operations: [list], latencyMs: 3000}
 "#;
 
+// kubectl's connection semantics (REFERENCE §5): `--context` over current-context, KUBECONFIG
+// when no flag, and a request timeout that cuts one slow list without failing the run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn context_kubeconfig_env_and_request_timeout_are_honoured() {
     let server = start_text(SLOW_LISTS).await;
@@ -480,6 +495,8 @@ async fn context_kubeconfig_env_and_request_timeout_are_honoured() {
     server.shutdown().await;
 }
 
+// DESIGN §5 "Safe": the API server's certificate is verified unless the user asks otherwise,
+// exactly as kubectl does with `--insecure-skip-tls-verify`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_to_the_api_server_is_verified_unless_told_otherwise() {
     let server = start("healthy").await;
@@ -576,6 +593,9 @@ async fn a_server_certificate_from_another_ca_is_refused_in_kubectls_words_with_
     server.shutdown().await;
 }
 
+// The exporter runs as a Deployment (in-cluster service-account config), and managed clusters
+// authenticate through exec credential plugins (`aws eks get-token`, `gke-gcloud-auth-plugin`):
+// both paths must work or the tool cannot reach most real clusters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_cluster_configuration_and_exec_plugins_work() {
     let server = start("healthy").await;
@@ -688,6 +708,8 @@ fn connect_proxy() -> (u16, Arc<AtomicUsize>) {
     (port, tunnels)
 }
 
+// Corporate networks reach API servers through a proxy, and kubectl honours HTTPS_PROXY and
+// NO_PROXY; a tool that ignored them would report a healthy cluster as unreachable (exit 3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_proxy_and_no_proxy_are_honoured_like_kubectl() {
     let server = start("healthy").await;
@@ -727,6 +749,9 @@ async fn https_proxy_and_no_proxy_are_honoured_like_kubectl() {
     server.shutdown().await;
 }
 
+// Probing admission means sending a write, so it is a server-side dry run (never stored,
+// DESIGN §5), and in the namespace the user names: namespaceSelectors decide which webhooks
+// intercept, so the wrong namespace would probe the wrong webhooks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_probes_are_dry_run_in_the_namespace_given() {
     let server = start("admission-webhook-down-ignore").await;

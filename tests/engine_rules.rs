@@ -26,6 +26,9 @@ fn load_input(path: &Path) -> anyhow::Result<extpath::bundle::EvidenceBundle> {
     }
 }
 
+// Each rule ships with a test beside it, one case that fires and one that does not (STYLE.md,
+// after semgrep-rules): a rule edited so that it never fires, or fires on everything, fails here
+// rather than in someone's incident.
 #[test]
 fn every_bundled_rule_passes_its_test_cases() {
     let rules = RuleSet::bundled();
@@ -167,6 +170,9 @@ fn a_broken_rule_is_one_line_naming_file_and_line() {
     }
 }
 
+// Rule ids are stable and never reused (STYLE.md, after cargo-deny): waivers and alerts name them.
+// A user rule that silently replaced a bundled one of the same id would change verdicts, and
+// what a waiver covers, behind the user's back.
 #[test]
 fn user_rules_add_to_the_bundled_ones_and_an_id_clash_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -236,6 +242,9 @@ fn user_rules_add_to_the_bundled_ones_and_an_id_clash_is_an_error() {
     );
 }
 
+// The exit code is the CI gate's whole interface (DESIGN §4, like `kubectl diff`): 0 below the
+// threshold, 1 at or above it, and Inconclusive counted as a warning so that a gate cannot pass
+// because the evidence it needed was missing.
 #[test]
 fn analyze_exit_codes_follow_fail_on() {
     let (code, _, _) = run(&["analyze", "fixtures/bundles/agg-healthy.yaml"]);
@@ -310,6 +319,8 @@ fn filters_choose_rules_and_verdicts() {
     }
 }
 
+// `-o json` is a contract (docs/diagnosis.schema.json): scripts index `subject.namespace` or
+// `parent` directly, so those keys are present as null rather than left out when empty.
 #[test]
 fn the_json_contract_keeps_null_fields_and_names() {
     let (_, out, _) = run(&["analyze", "fixtures/bundles/agg-wiring.yaml", "-o", "json"]);
@@ -344,6 +355,8 @@ fn the_json_contract_keeps_null_fields_and_names() {
     assert!(yaml.contains("kind: Diagnosis"));
 }
 
+// Thresholds are settings, not constants in rules: a team whose certificates rotate every week
+// must be able to lower `cert_warn_days` without forking the rule.
 #[test]
 fn settings_change_what_rules_see() {
     let json = |args: &[&str]| -> serde_json::Value {

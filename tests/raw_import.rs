@@ -81,6 +81,9 @@ fn metric(b: &EvidenceBundle, family: &str, labels: &[(&str, &str)]) -> f64 {
 }
 
 /// What holds for every imported case.
+// What holds for every real capture, whatever it shows: the bundle loads back (it is a file people
+// attach to incidents), raw import only ever yields client output (it never probed anything
+// itself), and no key or token from the dumps survives (DESIGN §2).
 fn invariants(case: &str, b: &EvidenceBundle) {
     let yaml = b.to_yaml().unwrap();
     extpath::bundle::load_bundle_str(&yaml, case)
@@ -461,6 +464,10 @@ fn check(case: &str, b: &EvidenceBundle) {
 }
 
 /// Copy a case under meaningless names (`f17.dat`), shuffled, keeping or flattening directories.
+///
+/// Real support folders are named by whoever gathered them (`out2.txt`, `metrics`, `new folder`):
+/// import must tell each file by its content, and a case that only passes under its tidy
+/// fixture names would hide that it does not.
 fn copy_renamed(src: &Path, dst: &Path, flatten: bool) {
     fn files(dir: &Path, out: &mut Vec<PathBuf>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -524,6 +531,8 @@ macro_rules! cases {
     ($($test:ident => $case:literal),* $(,)?) => {
         $(#[test] fn $test() { run_case($case); })*
 
+        // A capture added to fixtures/raw/ without deciding what it must show would pass
+        // silently; this makes adding its assertions part of adding it.
         #[test]
         fn every_case_directory_has_a_test() {
             let tested = [$($case),*];

@@ -43,6 +43,8 @@ fn write(dir: &Path, name: &str, content: &[u8]) -> std::path::PathBuf {
     p
 }
 
+// A file named on the command line was chosen by the user: if it cannot be used, that is an input
+// error to fix (exit 2, naming it), not something to skip quietly and then diagnose without.
 #[test]
 fn bad_raw_inputs_exit_2_with_one_line_naming_the_file() {
     let tmp = tempfile::tempdir().unwrap();
@@ -106,6 +108,8 @@ fn bad_raw_inputs_exit_2_with_one_line_naming_the_file() {
     assert_input_error(&missing, "cannot read");
 }
 
+// Inside a directory the opposite holds: support folders carry notes, screenshots and READMEs
+// next to the dumps, and one of them must not cost the rest. It is skipped and said so in a gap.
 #[test]
 fn an_unknown_file_inside_a_directory_is_a_skipped_gap() {
     let tmp = tempfile::tempdir().unwrap();
@@ -127,6 +131,9 @@ fn an_unknown_file_inside_a_directory_is_a_skipped_gap() {
     assert!(!b.health_checks[0].ok);
 }
 
+// A namespace export (`kubectl get configmaps,secrets,… -o json`) sweeps Secrets in with the rest,
+// and bundles are attached to tickets: Secret data, tokens and keys must be dropped on import,
+// whatever the shape they arrive in (DESIGN §2).
 #[test]
 fn secrets_never_reach_the_bundle() {
     let tmp = tempfile::tempdir().unwrap();

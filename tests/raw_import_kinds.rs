@@ -20,6 +20,10 @@ fn write(dir: &Path, name: &str, content: impl AsRef<[u8]>) {
     std::fs::write(dir.join(name), content).unwrap();
 }
 
+// A dump from a pre-1.22 cluster, or a manifest kept in git, still says
+// `admissionregistration.k8s.io/v1beta1`, whose defaults are the opposite of v1's. Reading it with
+// v1's defaults would report a fail-open webhook as fail-closed, and blame it for outages it
+// cannot cause.
 #[test]
 fn yaml_objects_of_older_api_versions_get_their_own_defaults() {
     let tmp = tempfile::tempdir().unwrap();
@@ -68,6 +72,8 @@ metadata: {name: ignored, namespace: hooks}
     );
 }
 
+// Support folders often hold one object twice (a `kubectl get -o json` before and after someone
+// tried a fix); the diagnosis must describe the later state, whatever the files are called.
 #[test]
 fn an_object_supplied_twice_is_kept_once_at_its_later_version() {
     let tmp = tempfile::tempdir().unwrap();
@@ -88,6 +94,8 @@ fn an_object_supplied_twice_is_kept_once_at_its_later_version() {
     assert_eq!(b.api_services[0].available().unwrap().status, "False");
 }
 
+// `curl -v` output is what people paste into incidents, and its request headers carry the bearer
+// token. The response is the evidence; the token must never reach a bundle (DESIGN §2).
 #[test]
 fn curl_verbose_output_keeps_the_request_line_and_drops_request_headers() {
     let tmp = tempfile::tempdir().unwrap();
@@ -167,6 +175,10 @@ fn etcd_health_and_structured_kubectl_traces_are_read() {
     );
 }
 
+// Log files arrive with arbitrary names, so the component is told from the content (etcd 3.4's
+// text format and 3.5's JSON, klog for kube-apiserver). klog's header carries no year
+// (`E0101 00:00:02`): next to December evidence, January is the next year, or the timeline of an
+// incident across New Year would run backwards.
 #[test]
 fn etcd_logs_are_told_from_their_content_and_klog_years_roll_over() {
     let tmp = tempfile::tempdir().unwrap();
@@ -212,6 +224,9 @@ fn etcd_logs_are_told_from_their_content_and_klog_years_roll_over() {
     );
 }
 
+// Two `/metrics` dumps of one process (same start time): counters only grow within a process, so
+// the larger counts are the later dump. Merging them would double every rate; the other one is
+// named in a gap rather than dropped silently.
 #[test]
 fn of_two_dumps_of_one_apiserver_the_later_is_kept() {
     let tmp = tempfile::tempdir().unwrap();
@@ -235,6 +250,9 @@ fn of_two_dumps_of_one_apiserver_the_later_is_kept() {
     );
 }
 
+// Time checks are judged at the bundle's collection time (DESIGN §2): a certificate that had
+// expired during the incident is the finding even when the folder is analysed a year later, and
+// one valid then must not turn into a finding as the calendar moves on.
 #[test]
 fn a_served_leaf_is_judged_at_the_collection_time_not_now() {
     let collected: jiff::Timestamp = "2026-11-29T08:42:19Z".parse().unwrap();

@@ -142,6 +142,8 @@ async fn available(server: &RunningServer, name: &str) -> (String, String, Strin
     (s("status"), s("reason"), s("message"))
 }
 
+// Every scenario is a fixture some replay test depends on; one that no longer loads, or whose
+// backends are slow to come up, would turn those tests into timing lotteries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_scenario_loads_and_its_backends_start_within_a_second() {
     let mut n = 0;
@@ -177,6 +179,8 @@ async fn every_scenario_loads_and_its_backends_start_within_a_second() {
     assert!(n >= 20, "only {n} scenarios");
 }
 
+// Scenario files are hand-written input like bundles and rules: the same error contract holds
+// (DESIGN §5: a message naming the file and place, exit 2, never a panic).
 #[test]
 fn a_bad_scenario_is_one_line_with_file_and_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -207,6 +211,9 @@ fn a_bad_scenario_is_one_line_with_file_and_line_and_exit_2() {
     assert!(stderr.contains("bad.yaml:4"), "{stderr}");
 }
 
+// The reference server is only useful as an oracle if real clients see what they would see from
+// kube-aggregator: the `Available` reasons of `available_controller.go` and the proxy's
+// `service unavailable` 503 (REFERENCE §2.1, §2.2), read through the real kubectl binary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kubectl_shows_available_reasons_and_the_proxy_fails_like_kube_aggregator() {
     if !kubectl_available() {
@@ -321,6 +328,9 @@ async fn kubectl_shows_available_reasons_and_the_proxy_fails_like_kube_aggregato
     );
 }
 
+// The discovery, OpenAPI and list requests kubectl makes (DESIGN §3: run it with -v6 to see them)
+// must all succeed on a healthy scenario, or every kubectl-based test would fail for the wrong
+// reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kubectl_against_a_healthy_scenario() {
     if !kubectl_available() {
@@ -401,6 +411,8 @@ async fn kubectl_against_a_healthy_scenario() {
     server.shutdown().await;
 }
 
+// kube-apiserver rejects a CRD whose name is not `<plural>.<group>` with exactly this message; a
+// scenario must not model a cluster that could not exist.
 #[tokio::test]
 async fn a_scenario_crd_not_named_plural_dot_group_is_refused_at_load() {
     let text = std::fs::read_to_string(repo().join("fixtures/scenarios/healthy.yaml"))
@@ -417,6 +429,9 @@ async fn a_scenario_crd_not_named_plural_dot_group_is_refused_at_load() {
     );
 }
 
+// failurePolicy is the whole difference between an outage and a log line: a down webhook with
+// `Fail` rejects the create with `Internal error occurred: failed calling webhook`, one with
+// `Ignore` lets it through (REFERENCE §2.3).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kubectl_create_fails_through_a_down_fail_webhook_and_passes_an_ignore_one() {
     if !kubectl_available() {
@@ -478,6 +493,9 @@ async fn kubectl_create_fails_through_a_down_fail_webhook_and_passes_an_ignore_o
     server.shutdown().await;
 }
 
+// The availability controller must react to objects changing at run time, as kube-aggregator's
+// does on its informers; conditions copied from the scenario file would pass every static test
+// and be wrong the moment a test deletes a Service.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conditions_follow_the_world_not_the_scenario_text() {
     let server = start("healthy").await;
@@ -609,6 +627,9 @@ async fn list_all_kinds(client: kube::Client) {
     }
 }
 
+// kube-rs over the in-process `tower::Service` and over TCP+TLS must see the same server
+// (STYLE.md: most replay tests need no socket); a kind that lists in one and not the other would
+// make the cheap tests lie about the real path.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kube_rs_lists_every_kind_in_process_and_over_tcp() {
     let server = start("healthy").await;
@@ -627,6 +648,9 @@ async fn kube_rs_lists_every_kind_in_process_and_over_tcp() {
     server.shutdown().await;
 }
 
+// APF rejects only when a priority level's seats and its queues are both full; a 429 earlier than
+// that would teach the rules the wrong threshold (REFERENCE §3, `rejected_requests_total` reasons
+// `queue-full`, `concurrency-limit`, `time-out`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_apf_burst_gets_429_once_seats_and_queue_are_held() {
     let text = std::fs::read_to_string(scenario_path("apf-saturation"))
@@ -690,6 +714,8 @@ async fn an_apf_burst_gets_429_once_seats_and_queue_are_held() {
     server.shutdown().await;
 }
 
+// The reference server's `/metrics` is read by the same parser and rules as a real one, so it is
+// held to Prometheus' own checker (promtool), not only to our parser.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn storage_faults_watch_expiry_and_metrics_pass_promtool() {
     let server = start("storage-slow-etcd").await;

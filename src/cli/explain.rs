@@ -34,6 +34,9 @@ pub fn class_help(c: Class) -> &'static str {
 }
 
 /// What a class owns (docs/diagnosis.md).
+///
+/// The boundaries follow where the API server's code puts the failure, not what the client sees,
+/// since clients see the same words for several layers (DESIGN §1 rule 8).
 pub fn class_text(c: Class) -> &'static str {
     match c {
         Class::Aggregation => {
@@ -42,15 +45,22 @@ pub fn class_text(c: Class) -> &'static str {
         Class::Admission => {
             "Mutating and validating admission webhooks and CRD conversion webhooks. Evidence: the webhook configuration (timeoutSeconds, failurePolicy, target), apiserver_admission_webhook_* metrics, conversion webhook latency and errors, \"failed calling webhook\"."
         }
+        // A 401/403 from the extension server is still Auth (DESIGN §1 rule 4): on an aggregated
+        // group it usually means the server rejected the front-proxy identity.
         Class::Auth => {
             "Authentication (401) and authorization (403) in kube-apiserver and in the extension server: front-proxy trust, delegated authn/authz, RBAC for SubjectAccessReview/TokenReview. Evidence: 401/403 statuses, requestheader settings, the extension-apiserver-authentication ConfigMap, client certificate expiry."
         }
+        // Max-in-flight belongs here too: with APF off it answers the same 429 and the same
+        // `Too many requests, please try again later.` (`maxinflight.go` shares the text with
+        // `priority-and-fairness.go`, REFERENCE §2.3).
         Class::Apf => {
             "API Priority and Fairness and max-in-flight. Evidence: 429 with Retry-After and the X-Kubernetes-PF-* headers, apiserver_flowcontrol_rejected_requests_total, queue wait, FlowSchema/PriorityLevel state."
         }
         Class::Storage => {
             "storage.Interface and etcd for built-in objects and custom resources. Evidence: etcd_request_duration_seconds, etcd's own fsync/commit/leader metrics, readyz etcd check, 500/504 with etcd errors."
         }
+        // Stale controllers are checked here first (DESIGN §1 rule 6): if watches are healthy,
+        // the controller's own logic is out of scope.
         Class::Watch => {
             "Watch streams and the watch cache. Evidence: 410 Gone (too old resource version), apiserver_terminated_watchers_total, broken or silent streams, stale controllers."
         }
@@ -67,6 +77,8 @@ pub fn class_text(c: Class) -> &'static str {
 pub fn run(args: ExplainArgs) -> anyhow::Result<u8> {
     let set = args.rule_args.load()?;
     let mut out = std::io::stdout().lock();
+    // Rule ids are `area-symptom`, always with a hyphen (STYLE.md), and no class name has one,
+    // so the order of these two lookups never hides one behind the other.
     if let Some(r) = set.get(&args.topic) {
         writeln!(out, "{}", r.id)?;
         writeln!(

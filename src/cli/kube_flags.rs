@@ -58,6 +58,9 @@ pub struct KubeFlags {
     #[arg(short = 'n', long, global = true)]
     pub namespace: Option<String>,
     /// The length of time to wait before giving up on a single server request (e.g. 1s, 2m, 3h).
+    // kubectl's default is "0", no timeout (cli-runtime `config_flags.go`, REFERENCE §5). Here it
+    // is 10 s because the tool runs during incidents against servers that hang, and one hung read
+    // must not hold the whole scan (DESIGN §5: a hung server cannot hang the tool).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, global = true)]
     pub request_timeout: Duration,
 }

@@ -34,6 +34,10 @@ pub struct ScanArgs {
 }
 
 /// How long the demo server runs before the scan starts.
+///
+/// Longer than the demo webhook's `timeoutSeconds: 1` (it answers after 3 s), so its first timed-out
+/// call is in the admission metrics before the first scrape; shorter would scan a cluster whose
+/// incident has not happened yet.
 const DEMO_WARMUP: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// The demo scenario, embedded so `scan --demo` works from any directory.

@@ -85,6 +85,9 @@ async fn bind(listen: &str) -> anyhow::Result<tokio::net::TcpListener> {
 }
 
 /// Resolves on SIGTERM, SIGINT or SIGHUP.
+///
+/// SIGTERM is how the kubelet stops a container (SIGKILL follows after the pod's grace period,
+/// 30 s by default), so the exporter must end on it promptly rather than finish a scan.
 async fn terminated() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut hup)) = (
@@ -101,6 +104,9 @@ async fn terminated() {
     }
 }
 
+// Anything but a CLI error with another exit code counts: an unreachable API server (3) is a state
+// the exporter reports in `extpath_scan_errors_total` while it waits for the cluster to come back,
+// not a configuration to crash on.
 fn is_input_error(e: &anyhow::Error) -> bool {
     e.downcast_ref::<CliError>()
         .is_none_or(|c| c.code == EXIT_INPUT)
@@ -123,6 +129,8 @@ pub fn run(mut args: ServeArgs) -> anyhow::Result<u8> {
         skip_rules: args.skip_rules.clone(),
         set: args.set.clone(),
         waivers: args.waivers.clone(),
+        // Unused by the exporter: `extpath_verdict` exports every verdict a warning gate fails,
+        // and alerts choose their own threshold on the `severity` label.
         fail_on: FailOn::Critical,
         rule_args: args.rule_args.clone(),
     };

@@ -48,12 +48,16 @@ impl CertExpiry {
                 let source = match c.origin.source {
                     CertSource::CaBundle => "ca_bundle",
                     CertSource::ServedChain => "served_chain",
+                    // A PEM file the user supplied is a local copy, not what the cluster serves
+                    // or trusts; an expiry alert on it would point at the wrong thing.
                     CertSource::File => return None,
                 };
                 Some(CertExpiry {
                     subject_kind: owner.kind.to_string(),
                     subject: owner.name.clone(),
                     certificate: format!("{source}/{}", c.origin.chain_index),
+                    // Prometheus convention for instants: float Unix seconds, so an alert reads
+                    // `… - time() < 14 * 86400` with no unit conversion.
                     not_after: c.not_after.as_millisecond() as f64 / 1000.0,
                 })
             })
@@ -73,6 +77,8 @@ pub struct DurationHistogram {
 impl DurationHistogram {
     /// Record one scan's duration.
     pub fn observe(&mut self, seconds: f64) {
+        // Sized on first use so that `Default` can derive; the +Inf bucket is `count`, written
+        // by `families`, as the exposition format requires every histogram to end in one.
         if self.counts.is_empty() {
             self.counts = vec![0; DURATION_BUCKETS.len()];
         }
@@ -115,6 +121,10 @@ pub fn gap_source(source: &str) -> String {
     if source.starts_with("file:") {
         return "file".into();
     }
+    // Every label value is a new series in Prometheus' TSDB for as long as it is retained; an
+    // object name per gap would let one cluster with many broken APIServices grow the exporter's
+    // cardinality without bound. A dot marks an object name (group names, `v1.x`), a colon a
+    // host:port or file path.
     let mut kept: Vec<&str> = Vec::new();
     for seg in source.split('/').filter(|s| !s.is_empty()) {
         if seg.contains('.') || seg.contains(':') || kept.len() == 3 {
@@ -133,10 +143,13 @@ pub fn gap_source(source: &str) -> String {
 
 /// Whether a gap is a failure to collect (counted in `extpath_scan_errors_total`), rather than a
 /// source nobody asked for.
+// `NotSupplied` and `Skipped` only arise from raw import (files a user chose to hand over), never
+// from a live scan: they describe the input, not a failing source.
 pub fn is_error(reason: GapReason) -> bool {
     !matches!(reason, GapReason::NotSupplied | GapReason::Skipped)
 }
 
+// The serde name, so the label value is the same word `-o json` prints in `gaps[].reason`.
 fn gap_reason(reason: GapReason) -> String {
     serde_json::to_value(reason)
         .ok()
@@ -214,6 +227,8 @@ pub fn families(s: &Snapshot) -> Vec<MetricFamily> {
             (),
         );
     }
+    // An info-style metric: the value is always 1 and the facts are labels, as kube-state-metrics
+    // does for object states, so `count by (class)` and joins on `subject` work in PromQL.
     out.push(family(
         "extpath_verdict",
         MetricKind::Gauge,
@@ -228,6 +243,8 @@ pub fn families(s: &Snapshot) -> Vec<MetricFamily> {
     ));
 
     if let Some(d) = d {
+        // Every (class, severity) pair is written, zeros included: a series that vanishes when
+        // its count drops to 0 reads as "no data" to an alert, not as "resolved".
         let mut problems = Vec::new();
         for class in PROBLEM_CLASSES {
             for severity in [Severity::Warning, Severity::Critical] {
@@ -338,6 +355,8 @@ pub fn families(s: &Snapshot) -> Vec<MetricFamily> {
             ..Default::default()
         }],
     ));
+    // The apiserver series exists from the start at 0, so `increase()` sees the first failure;
+    // a counter born at 1 has no earlier sample and `rate()` misses that increment.
     let mut errors = s.errors.clone();
     errors.entry(SOURCE_APISERVER.into()).or_default();
     out.push(family(

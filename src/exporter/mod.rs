@@ -1,9 +1,9 @@
 //! The exporter behind `kubectl extpath serve`: scan on a schedule, keep the last diagnosis, serve
 //! it over HTTP for Prometheus and people.
 //!
-//! It owns the schedule (one scan at a time: the next starts after the last one ended, an
-//! `--interval` later with ±10 % jitter so that many exporters do not hit their API servers in
-//! step, or at once when the last one overran), the state a scan leaves behind ([`Shared`]), and
+//! It owns the schedule (one scan at a time: the next starts a jittered `--interval` (±10 %) after
+//! the last one started, so that many exporters do not hit their API servers in step, or as soon
+//! as the last one ended when it overran), the state a scan leaves behind ([`Shared`]), and
 //! the HTTP surface: `/metrics` ([`metrics`]), `/diagnosis` (the last Diagnosis document, byte for
 //! byte what `scan -o json` prints), `/healthz` and `/readyz` (ready once a scan has completed).
 //! How a scan is done is the caller's: `cli::serve` passes the same collection and analysis `scan`
@@ -26,6 +26,9 @@ use crate::engine::Diagnosis;
 use metrics::{CertExpiry, SOURCE_APISERVER, Snapshot, gap_source, is_error};
 
 /// The content type of the text exposition format.
+///
+/// `version=0.0.4` names the Prometheus text format (as opposed to OpenMetrics); a scraper picks its
+/// parser from this header, so the body below must stay in that format.
 pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// What one scan gave.
@@ -57,6 +60,8 @@ impl Shared {
         Arc::new(s)
     }
 
+    // A poisoned lock (a panic while it was held) still holds the last snapshot; serving that
+    // beats answering every later scrape with an error.
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -83,12 +88,16 @@ impl Shared {
                     .filter(|g| is_error(g.reason))
                     .map(|g| gap_source(&g.source))
                     .collect();
+                // One increment per failing source per scan, however many gaps it left, so
+                // `rate(extpath_scan_errors_total)` compares with the scan rate.
                 failed.sort();
                 failed.dedup();
                 for f in failed {
                     *s.errors.entry(f).or_default() += 1;
                 }
                 s.certificates = CertExpiry::of(&bundle);
+                // Wall-clock Unix seconds, unlike the monotonic durations: alerts compute
+                // `time() - extpath_last_successful_scan_timestamp_seconds`.
                 s.last_success = jiff::Timestamp::now().as_millisecond() as f64 / 1000.0;
                 let mut json = Vec::new();
                 // Writing to a Vec cannot fail.
@@ -115,6 +124,9 @@ pub fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/diagnosis", get(diagnosis_handler))
+        // Liveness never depends on the cluster: a kubelet probing it would otherwise restart
+        // the exporter whenever the API server is down, the moment its metrics matter most.
+        // Whether there is anything to read is `/readyz`'s question.
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz_handler))
         .with_state(shared)
@@ -152,6 +164,9 @@ async fn readyz_handler(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 /// A number in [0, 1) that differs between processes and calls: enough to spread schedules.
+///
+/// `RandomState` is seeded randomly per process and the counter makes successive calls differ,
+/// which is all jitter needs; it spares a dependency on `rand`.
 fn unit_random() -> f64 {
     use std::hash::{BuildHasher, Hasher};
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -189,6 +204,8 @@ where
         let took = started.elapsed();
         on_scan(&outcome, took);
         shared.record(outcome, took);
+        // Counted from the start, not the end, so the cadence does not drift by each scan's
+        // duration; an overrun (next already past) starts the next scan at once.
         let next = started + jittered(interval);
         let now = Instant::now();
         if next > now {

@@ -1,4 +1,8 @@
 //! PEM/DER decoding into [`CertInfo`], the public facts of a certificate.
+//!
+//! Only public facts leave this module: a caBundle or a served chain is decoded into names, dates
+//! and fingerprints, and private keys in the same PEM input are skipped, because a bundle must never
+//! carry key material (DESIGN §2, "EvidenceBundle").
 
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -88,12 +92,18 @@ pub fn decode_der(der: &[u8], index: usize) -> Result<CertInfo, PemError> {
         index,
         reason: e.to_string(),
     })?;
+    // A time jiff cannot hold becomes the epoch, which reads as expired. RFC 5280 §4.1.2.5's
+    // "no well-defined expiration" value 99991231235959Z is past jiff's maximum
+    // (9999-12-30T22:00Z), so a certificate using it lands here and is judged expired: a known gap.
     let to_ts = |t: ASN1Time| {
         jiff::Timestamp::from_second(t.timestamp()).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
     };
     let mut dns_names = Vec::new();
     let mut ip_addresses = Vec::new();
     let mut has_san_extension = false;
+    // Other SAN kinds (URI, email) are dropped: Go's `VerifyHostname` reads only DNS and IP SANs.
+    // An extension that is present but empty still counts as present, as in Go's
+    // `hasSANExtension`, which decides whether the "legacy Common Name" message applies.
     if let Ok(Some(san)) = cert.subject_alternative_name() {
         has_san_extension = true;
         for name in &san.value.general_names {
@@ -127,6 +137,8 @@ pub fn decode_der(der: &[u8], index: usize) -> Result<CertInfo, PemError> {
         .map(str::to_string)
         .unwrap_or_else(|_| sig_oid.to_id_string());
     let pk_oid = cert.public_key().algorithm.algorithm.clone();
+    // Named because `verify` picks Go's signature-failure wording by key type
+    // (`crypto/rsa: verification error` vs `x509: ECDSA verification failure`).
     let public_key_algorithm = match pk_oid.to_id_string().as_str() {
         "1.2.840.113549.1.1.1" => "RSA".to_string(),
         "1.2.840.10045.2.1" => "EC".to_string(),

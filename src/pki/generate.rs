@@ -81,6 +81,11 @@ impl LeafSpec {
     }
 
     /// A client certificate for user `cn` in `groups`.
+    ///
+    /// Kubernetes' x509 authenticator reads the user from the subject CN and the groups from the O
+    /// fields; the front-proxy client certificate is checked against
+    /// `--requestheader-allowed-names` by its CN (REFERENCE §2.3, `x509: subject with cn=%s is not
+    /// in the allowed list`).
     pub fn client(cn: &str, groups: &[&str], validity: Validity) -> Self {
         LeafSpec {
             common_name: cn.to_string(),
@@ -138,6 +143,8 @@ impl std::fmt::Debug for TestCa {
     }
 }
 
+// rcgen has no error variant for an out-of-range time, so the nearest one carries the message;
+// callers only print it.
 fn offset(t: jiff::Timestamp) -> Result<time::OffsetDateTime, rcgen::Error> {
     time::OffsetDateTime::from_unix_timestamp(t.as_second()).map_err(|_| {
         rcgen::Error::InvalidAsn1String(rcgen::InvalidAsn1String::PrintableString(
@@ -197,6 +204,9 @@ impl TestCa {
         }
         params.not_before = offset(spec.validity.not_before)?;
         params.not_after = offset(spec.validity.not_after)?;
+        // Go ignores the KeyUsage bits of a leaf ("KeyUsage status flags are ignored",
+        // crypto/x509 verify.go) and decides by the extended key usage below, so the EKU is what
+        // makes a leaf fit to serve or to authenticate; webpki checks it too.
         params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
@@ -211,6 +221,7 @@ impl TestCa {
                 .extended_key_usages
                 .push(ExtendedKeyUsagePurpose::ClientAuth);
         }
+        // Serials must be unique per issuer (RFC 5280 §4.1.2.2); the CA itself took 1.
         let serial = self
             .serial
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -5,6 +5,14 @@
 //! of …" hint), then the host name. Chain building itself is rustls-webpki's; only the wording and the
 //! order are Go's, so that text from a real kube-apiserver, from the reference server and from
 //! extpath's own handshake can be matched by the same rules.
+//!
+//! Two known differences from golang/go at HEAD (`src/crypto/x509/verify.go`), kept because the
+//! rules and snapshots depend on the current text: HEAD calls `VerifyHostname` right after the
+//! leaf's own validity, before `buildChains`, so a leaf that is both wrongly signed and wrongly
+//! named reports the name there and the authority here; and HEAD reports a root that is outside its
+//! validity as that root's own `certificate has expired` error, where this module reports unknown
+//! authority with the expiry as the hint. Both messages contain the same `x509: …` phrases the
+//! rules match on.
 
 use rustls_pki_types::{CertificateDer, UnixTime};
 
@@ -59,6 +67,8 @@ pub enum VerifyError {
     Other(String),
 }
 
+// Go's `UnknownAuthorityError.Error` quotes both parts with `%q`; Rust's `{:?}` escapes the
+// same way for the printable ASCII these messages hold.
 fn hint_text(hint: &Option<(String, String)>) -> String {
     match hint {
         Some((err, name)) => format!(
@@ -70,9 +80,13 @@ fn hint_text(hint: &Option<(String, String)>) -> String {
 
 /// Go's `x509: certificate is valid for …, not HOST` (and its IP and empty variants).
 pub(crate) fn hostname_text(host: &str, dns: &[String], ips: &[String], legacy_cn: bool) -> String {
+    // Go checks this first: a CN-only certificate whose CN names the host is the one case where
+    // the fix is "add a SAN" rather than "use another name", so the message says that.
     if legacy_cn {
         return "x509: certificate relies on legacy Common Name field, use SANs instead".into();
     }
+    // The list offered is of the kind that was asked for: an IP host lists IP SANs only, since
+    // Go never matches an IP against a DNS SAN (RFC 6125 appendix B.2).
     let valid = if host.parse::<std::net::IpAddr>().is_ok() {
         if ips.is_empty() {
             return format!(
@@ -108,6 +122,10 @@ pub fn verify_server_chain(
 ) -> Result<(), VerifyError> {
     let leaf_der = chain.first().ok_or(VerifyError::NoCertificates)?;
     let leaf = decode_der(leaf_der, 0).map_err(|e| VerifyError::Malformed(e.to_string()))?;
+    // The leaf's period is checked here rather than left to webpki because webpki reports expiry
+    // for whichever certificate of the chain it meets, without the times, and Go's
+    // `isValid(leafCertificate, …)` runs before any chain is built and prints both instants:
+    // `current time X is after Y` is what lets a reader tell an expired cert from clock skew.
     if at > leaf.not_after {
         return Err(VerifyError::Validity {
             expired: true,
@@ -123,8 +141,10 @@ pub fn verify_server_chain(
         });
     }
 
-    // Roots outside their validity are not anchors; remember one with the leaf's issuer name as
-    // the hint Go prints.
+    // webpki trust anchors carry no validity period, so a root outside its own period must be
+    // left out of the anchors or it would still verify the chain (a caBundle whose CA expired
+    // looks fine until the next rotation fails). One with the leaf's issuer name becomes the hint
+    // (see the module doc for how Go words this case).
     let mut hint: Option<(String, String)> = None;
     let mut anchors = Vec::new();
     let mut candidates: Vec<CertInfo> = Vec::new();
@@ -159,6 +179,8 @@ pub fn verify_server_chain(
 
     let end_entity = webpki::EndEntityCert::try_from(leaf_der)
         .map_err(|e| VerifyError::Malformed(format!("{e:?}")))?;
+    // Judged at `at` (the bundle's collection time, DESIGN §2), never the wall clock, so an
+    // analysis rerun next month gives the same verdict on the same bundle.
     let secs = at.as_second().max(0) as u64;
     let time = UnixTime::since_unix_epoch(std::time::Duration::from_secs(secs));
     let intermediates: Vec<CertificateDer<'_>> = chain[1..].to_vec();
@@ -180,7 +202,9 @@ pub fn verify_server_chain(
             | webpki::Error::CertNotValidYet { .. }
             | webpki::Error::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => {
                 // A root with the leaf's issuer name that did not verify the signature: Go names
-                // it, with the signature error of its key type.
+                // it, with the signature error of its key type. That is a caBundle left stale
+                // after its CA was regenerated under the same name; a plainly wrong CA (another
+                // name) gets no hint, so the hint is what tells the two stories apart.
                 if hint.is_none()
                     && let Some(c) = candidates.first()
                 {
@@ -200,6 +224,8 @@ pub fn verify_server_chain(
     check_hostname(&leaf, server_name)
 }
 
+// Go's `UnknownAuthorityError.Error` falls back from the CN to the first Organization, then to
+// `serial:N`; here it falls back to the whole subject DN. Only a CA without a CN tells them apart.
 fn candidate_name(info: &CertInfo) -> String {
     info.common_name
         .clone()
@@ -213,6 +239,8 @@ fn check_hostname(leaf: &CertInfo, host: &str) -> Result<(), VerifyError> {
     if x509_host::verify_hostname(&leaf.dns_names, &leaf.ip_addresses, host) {
         return Ok(());
     }
+    // Go's `VerifyHostname` strips the brackets of an IP host before building `HostnameError`,
+    // so the message says `10.0.0.1`, not `[10.0.0.1]`.
     let host_trimmed = host.trim_start_matches('[').trim_end_matches(']');
     // Go's `HostnameError.Error`: a certificate without SANs whose CN would have matched.
     let legacy_common_name = !leaf.has_san_extension

@@ -225,6 +225,8 @@ fn suffixed_lines_whose_type_never_comes_stay_untyped_families() {
     assert_eq!(names(&fams.unwrap()), ["h"]);
 }
 
+// `/metrics` dumps saved by hand are input to raw import (`bundle/raw/metrics_dump.rs`): one saved
+// on Windows has `\r\n`, one cut short has no final newline. Neither is in the spec; both parse.
 #[test]
 fn crlf_and_a_last_line_without_newline() {
     let fams = all("# TYPE a counter\r\na{x=\"1\"} 1\r\n\r\nb 2");
@@ -235,6 +237,8 @@ fn crlf_and_a_last_line_without_newline() {
     assert_eq!(err.line, 2);
 }
 
+// A stray byte in a family the rules never read (a HELP text, a label of some other component's
+// metric) must not cost the whole scrape; in a selected family it is an error naming the line.
 #[test]
 fn invalid_utf8_is_an_error_only_in_selected_families() {
     let mut body = b"# HELP a caf\xe9\nok 1\nbad{x=\"\xff\"} 1\n".to_vec();
@@ -340,6 +344,8 @@ fn prefixes_select_families_and_order_is_first_appearance() {
     assert_eq!(value(&fams[0].series[0]), 5.0);
 }
 
+// An HTTP body arrives in chunks cut anywhere (inside a label value, between `\r` and `\n`, inside
+// a multi-byte character); every cut must give the same families as the whole text.
 #[test]
 fn chunk_boundaries_anywhere_give_the_same_result() {
     let text = "# HELP h doc\\n\n# TYPE h histogram\r\nh_bucket{a=\"x\\\"y\",le=\"1\"} 1\nh_bucket{a=\"x\\\"y\",le=\"+Inf\"} 2\nh_sum{a=\"x\\\"y\"} 3\nh_count{a=\"x\\\"y\"} 2\nc{e=\"é\"} 1\ng 5 -7";

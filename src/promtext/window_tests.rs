@@ -44,6 +44,9 @@ fn counter_delta_and_rate() {
     assert!(w.buckets.is_empty() && w.sum_delta.is_none());
 }
 
+// An apiserver restarted inside the window (a rolling control-plane upgrade): a plain difference
+// would be negative, and Prometheus' `rate()` counts from zero instead. The flag lets a rule say
+// the window spans a restart rather than trust a rate across it.
 #[test]
 fn counter_reset_counts_from_zero_and_is_flagged() {
     let fams = windowed(COUNTERS_BEFORE, COUNTERS_AFTER, 15.0);
@@ -137,6 +140,9 @@ fn histogram_reset_when_count_falls() {
     assert_eq!((w.sum_delta, w.count_delta), (v(1.0), v(4.0)));
 }
 
+// The restart a `_count` check alone misses: the new process saw more observations than the old
+// one had, all slower. Taking the deltas against the old process would give negative low buckets
+// and a quantile from nonsense.
 #[test]
 fn histogram_reset_when_a_bucket_falls_though_count_rose() {
     let fams = windowed(H_BEFORE, H_AFTER, 5.0);
@@ -146,6 +152,8 @@ fn histogram_reset_when_a_bucket_falls_though_count_rose() {
     assert_eq!((w.sum_delta, w.count_delta), (v(30.0), v(12.0)));
 }
 
+// The reason metrics are scraped twice (DESIGN §2): a p50 over the server's whole life hides a
+// latency that started ten minutes ago. The window's quantile must come from the bucket deltas.
 #[test]
 fn quantiles_over_the_window_differ_from_the_cumulative_ones() {
     let fams = windowed(H_BEFORE, H_AFTER, 5.0);
@@ -166,6 +174,8 @@ fn quantiles_over_the_window_differ_from_the_cumulative_ones() {
     assert_eq!(window(series(&idle, "h", ("k", "a"))).quantile(0.5), None);
 }
 
+// Two scrapes with the same timestamp (a replayed recording read twice at once) must not divide
+// by zero, and a NaN sample compares false both ways, so it must not read as a fall.
 #[test]
 fn no_rate_over_an_empty_window_and_nan_is_not_a_reset() {
     let fams = windowed(

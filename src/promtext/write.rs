@@ -5,15 +5,15 @@
 //! at `/metrics`, and a collection against it must read back exactly what was recorded. So the
 //! contract is the parser's, not a pretty exporter's: `parse(write(f)) == f` for every family the
 //! parser can produce (a family without series is its `# TYPE` line alone, which the parser reads
-//! back as such). Values are written with the shortest
-//! decimal that reads back to the same `f64`; label values and HELP text are escaped the way the
-//! lexer unescapes them.
+//! back as such). Values are written with the shortest decimal that reads back to the same `f64`;
+//! label values and HELP text are escaped the way the lexer unescapes them.
 //!
 //! [`window_start`] answers the other half of a windowed recording: given the families of the
 //! later scrape with their window deltas, the families of the earlier scrape, chosen so that
 //! [`apply_window`](super::apply_window) over the two gives back the recorded deltas — exactly for
-//! counts, within an ulp of the value for fractional sums (see [`before`]). Rates are not reproduced: they are the deltas over the
-//! window's length, and a replay's window is as long as its client makes it.
+//! counts, within an ulp of the value for fractional sums (see [`before`]). Rates are not
+//! reproduced: they are the deltas over the window's length, and a replay's window is as long as
+//! its client makes it.
 //!
 //! This module knows nothing of bundles or servers.
 
@@ -32,7 +32,8 @@ pub fn format_value(v: f64) -> String {
         return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
     }
     if v.fract() == 0.0 && v.abs() < 1e15 {
-        // `as` is exact below 2^53; -0.0 becomes "0", which reads back equal.
+        // `as` is exact below 2^53; -0.0 becomes "0", which reads back equal. Below 1e15 the
+        // integer has at most 15 digits, the lexer's exact fast path for counters.
         return format!("{}", v as i64);
     }
     format!("{v:?}")
@@ -81,6 +82,8 @@ fn sample(
             escape_label_value(v, out);
             out.push('"');
         }
+        // `le` last, where client_golang puts it: the parser takes a last `le` off without
+        // re-keying the series, so a written recording parses on the cheap path.
         if let Some(le) = le {
             if !first {
                 out.push(',');
@@ -171,9 +174,12 @@ fn series_before(kind: MetricKind, s: &MetricSeries) -> Option<MetricSeries> {
             let now = s.value?.0;
             let delta = w.delta.map_or(0.0, |d| d.0);
             if w.reset {
-                // Higher than now: the later scrape reads as a restart, counted from zero.
+                // Higher than now: the later scrape reads as a restart, counted from zero. The
+                // `+ 1` keeps it strictly higher when both are 0 (a restart with no traffic yet).
                 b.value = Some(MetricValue(now.abs() + delta.abs() + 1.0));
             } else if delta == now {
+                // Counting from zero gives exactly `now`, so absence is the exact earlier scrape
+                // (a series created during the window, as client libraries do on first use).
                 return None;
             } else {
                 b.value = Some(MetricValue(before(now, delta)));

@@ -74,6 +74,8 @@ pub struct ClusterDiagnosis {
     pub error: Option<String>,
     /// The cluster's Diagnosis (docs/diagnosis.schema.json), absent when it could not be
     /// collected.
+    // Flattened so that each cluster entry is a Diagnosis document plus three fields, and a
+    // consumer of `scan -o json` reads a fleet's clusters with the same code.
     #[serde(flatten)]
     pub diagnosis: Option<Diagnosis>,
 }
@@ -149,6 +151,11 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 
 /// How bad an exit code is for the fleet's own: a cluster whose kubeconfig entry cannot be used
 /// (2) over one not collected (3) over findings (1) over nothing (0).
+///
+/// Not numeric order: 3 outranks 1 because a cluster nobody could read may hide any finding, so
+/// the fleet must not report "found something" as if the rest were known; 2 outranks both because
+/// it is the caller's own input to fix (DESIGN §4: 2 is a usage or input error), and a CI job
+/// that keeps failing on it should say so rather than blame the cluster.
 fn exit_rank(code: u8) -> u8 {
     match code {
         0 => 0,
@@ -274,6 +281,8 @@ fn table(
             )?,
         }
     }
+    // Clusters without problems get one line each: with thirty contexts, the three that need
+    // someone must not scroll away under twenty-seven full tables.
     let fine: Vec<&ClusterDiagnosis> = f.clusters.iter().filter(|c| !c.has_problems()).collect();
     if !fine.is_empty() {
         writeln!(out)?;

@@ -149,6 +149,8 @@ pub(crate) fn write_suite(
     }
     writeln!(out, "{suite}>")?;
     writeln!(out, "    <properties>")?;
+    // The threshold and the worst severity travel with the report, so a CI page that shows only
+    // the XML still says why the job failed (or why a warning did not fail it).
     let own = [
         ("apiVersion", d.api_version.clone()),
         ("fail-on", opts.fail_on.to_string()),
@@ -189,6 +191,8 @@ fn write_case(out: &mut dyn Write, v: &Verdict, fail_on: Severity) -> std::io::R
         attr(&case_name(v))
     );
     match outcome(v, fail_on) {
+        // Every subject is a test case, healthy ones too: CI tools chart pass counts over time, and
+        // an APIService that disappears from the report is then visible as a drop.
         Outcome::Pass if v.class == Class::Healthy => writeln!(out, "{open}/>"),
         Outcome::Pass => {
             writeln!(out, "{open}>")?;

@@ -141,6 +141,8 @@ pub fn render(d: &Diagnosis, out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 fn write_section(out: &mut dyn Write, v: &Verdict, explains: &[&Verdict]) -> std::io::Result<()> {
+    // Severity first in the heading: an incident doc's outline (GitHub and most wikis list the
+    // headings) then reads as a triage list.
     writeln!(
         out,
         "## {} · {} · {}",
@@ -184,6 +186,8 @@ fn write_section(out: &mut dyn Write, v: &Verdict, explains: &[&Verdict]) -> std
         writeln!(out, "| Rule | Evidence | Value |")?;
         writeln!(out, "|---|---|---|")?;
         for r in &v.rules {
+            // A rule that fired on its condition alone still gets a row: the reader must see
+            // which rule decided, even with nothing to quote.
             if r.evidence.is_empty() {
                 writeln!(out, "| {} | | |", code(&r.id))?;
             }
@@ -303,6 +307,9 @@ fn text(s: &str) -> String {
 fn code(s: &str) -> String {
     let s = s.replace(['\n', '\r'], " ");
     let fence = "`".repeat(longest_backtick_run(&s) + 1);
+    // CommonMark strips one space from each end of a code span that has one on both ends, so the
+    // padding is invisible in the rendered text and only keeps a content backtick from merging
+    // into the fence.
     let pad = if s.starts_with('`') || s.ends_with('`') {
         " "
     } else {

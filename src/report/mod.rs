@@ -108,6 +108,8 @@ impl RenderOptions {
     /// anything else is not wrapped.
     pub fn for_stdout(choice: ColorChoice, wide: bool) -> RenderOptions {
         use std::io::IsTerminal;
+        // The only environment reads of the report module, done once here so that every renderer
+        // stays a function of its arguments and the snapshots cannot depend on who ran them.
         let tty = std::io::stdout().is_terminal();
         let no_color = std::env::var_os("NO_COLOR");
         let term = std::env::var_os("TERM");
@@ -127,6 +129,8 @@ impl RenderOptions {
     pub(crate) fn effective_width(&self) -> usize {
         match (self.wide, self.width) {
             (true, _) | (false, None) => UNWRAPPED,
+            // A floor for narrow panes and odd `COLUMNS`: below it the detail label column would
+            // leave no room for the text and every word would wrap onto a line of its own.
             (false, Some(w)) => usize::from(w.max(40)),
         }
     }
@@ -146,6 +150,7 @@ pub fn terminal_width(
     let from_env = columns
         .and_then(|c| c.to_str())
         .and_then(|c| c.trim().parse::<u16>().ok())
+        // `COLUMNS=0` or a non-number says nothing about the width: ask the terminal instead.
         .filter(|c| *c > 0);
     Some(from_env.or_else(tty_size).unwrap_or(DEFAULT_WIDTH))
 }
@@ -218,6 +223,9 @@ pub fn render(
 pub fn display_order(d: &Diagnosis) -> Vec<&Verdict> {
     let mut v: Vec<&Verdict> = d.verdicts.iter().collect();
     v.sort_by(|a, b| {
+        // Ranked by the gate's severity, not the verdict's own: the order then agrees with the exit
+        // code, and an Inconclusive verdict (which fails `--fail-on warning`) is not buried under
+        // info findings. Waived verdicts sink within their rank: they are known and accepted.
         let rank = |v: &Verdict| gate::severity(v).map_or(0, |s| severity_rank(s) + 1);
         rank(b)
             .cmp(&rank(a))
@@ -271,6 +279,8 @@ pub fn arrange(d: &Diagnosis) -> Arranged<'_> {
             let members = p
                 .members
                 .iter()
+                // Marked as placed even when the member has no verdict, so it is never listed a
+                // second time among the others.
                 .filter_map(|m| {
                     in_problem.push(m);
                     find(m)
@@ -328,6 +338,9 @@ pub fn is_finding(v: &Verdict) -> bool {
 /// The totals line: problems by severity, unjudged subjects, healthy ones, waived verdicts, and the
 /// subjects in all (`3 problems (2 critical, 1 warning); 1 unjudged; 4 healthy — 9 subjects`).
 pub(crate) fn severity_counts(d: &Diagnosis) -> String {
+    // Problems, not verdicts, are counted: the verdicts one root cause explains are its
+    // consequences (DESIGN §1 rule 9), and ten broken APIServices behind one dead Service are one
+    // thing to fix, not ten.
     let open: Vec<&crate::engine::problems::Problem> =
         crate::engine::problems::open(&d.problems).collect();
     let mut parts = Vec::new();
@@ -381,6 +394,8 @@ pub(crate) fn headline(d: &Diagnosis) -> &str {
     if !h.is_empty() {
         h
     } else if d.verdicts.is_empty() {
+        // Said explicitly rather than "no findings": nothing judged is not the same as healthy
+        // (a bundle from the wrong context, or a collection that could list nothing).
         "no extension-path subjects were found in the evidence"
     } else {
         "no findings"

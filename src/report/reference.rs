@@ -4,7 +4,7 @@
 //! The schemas come straight from the types (schemars); `bundle.md` is rendered from the bundle's
 //! schema — every description in it is a doc comment on a type in `src/bundle/` — behind a short
 //! hand-written introduction and an example. Generating instead of writing keeps the reference
-//! true: a test (`tests/docs.rs`) regenerates all three and fails when the checked-in files differ.
+//! true: a test (`tests/docs.rs`) regenerates all four and fails when a checked-in file differs.
 //!
 //! What this module does not own: the types or their doc comments (that is `bundle` and
 //! `engine::diagnosis`); to change a description, edit the doc comment and regenerate.
@@ -110,6 +110,8 @@ pub fn schema_reference_markdown(schema: &Value, intro: &str, example: Option<&s
         };
         write_type(&mut md, &name, def);
     }
+    // Exactly one final newline, whatever the last section left: the docs test compares bytes
+    // with the checked-in file, and editors that trim trailing blank lines must not make it stale.
     md.truncate(md.trim_end().len());
     md.push('\n');
     md
@@ -257,6 +259,8 @@ fn write_fields(md: &mut String, def: &Value, skip: Option<&str>) {
             if !desc.is_empty() {
                 desc.push(' ');
             }
+            // Written as JSON (`"critical"`, `10`, `[]`), the spelling the schema and a bundle
+            // reader share, so quotes tell a string default from a number.
             let _ = write!(desc, "Default: `{default}`.");
         }
         let _ = writeln!(
@@ -324,6 +328,8 @@ fn description(v: &Value) -> Option<String> {
 fn type_text(s: &Value) -> String {
     if let Some(r) = s.get("$ref").and_then(Value::as_str) {
         let name = ref_name(r);
+        // GitHub's heading anchors are the heading lowercased, spaces to hyphens, punctuation
+        // dropped; a type name is one word, so lowercasing is the whole rule here.
         return format!("[{name}](#{})", name.to_lowercase());
     }
     if let Some(c) = s.get("const") {

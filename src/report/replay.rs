@@ -125,6 +125,8 @@ fn row(o: &ScenarioOutcome, look: Look) -> Vec<Cell> {
     let checks = if let Some(e) = &o.error {
         format!("could not run: {}", e.trim())
     } else if o.passed {
+        // A passing row still lists what it proved: "pass" alone cannot tell a scenario that
+        // checked the verdict of every subject from one that expected nothing.
         let lines: Vec<String> = o
             .checks
             .iter()
@@ -136,6 +138,8 @@ fn row(o: &ScenarioOutcome, look: Look) -> Vec<Cell> {
             lines.join("\n")
         }
     } else {
+        // Only the checks that failed: they are what someone must read, and a scenario with
+        // twenty subjects would bury the one mismatch among nineteen passes.
         o.checks
             .iter()
             .filter(|c| !c.ok)

@@ -53,6 +53,8 @@ pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::
     }
     rows.extend(arranged.others.iter().map(|v| Row::Verdict(v, false)));
     // `-o wide` lists every verdict, one per line, for grep.
+    // A single healthy subject gets its row: the counting line would be no shorter and would
+    // hide its name.
     if opts.show_healthy || opts.wide || arranged.healthy.len() == 1 {
         rows.extend(arranged.healthy.iter().map(|v| Row::Verdict(v, false)));
     } else if !arranged.healthy.is_empty() {
@@ -81,6 +83,8 @@ pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::
         write_block(out, v, &[], opts, width, &paint)?;
     }
 
+    // Gaps come right after the findings because they qualify them: a clean table over a
+    // collection that was refused `/metrics` says less than it seems to.
     if !d.gaps.is_empty() {
         writeln!(out)?;
         writeln!(
@@ -131,6 +135,8 @@ pub fn render(d: &Diagnosis, opts: &RenderOptions, out: &mut dyn Write) -> std::
     for (label, text) in footer {
         write_wrapped(out, &text, &format!("{label:<10}"), &" ".repeat(10), width)?;
     }
+    // Expiry and other time checks are judged at collection time (DESIGN §2), so reading an old
+    // bundle today must say which moment its verdicts describe.
     if let Some(t) = d.collected_at {
         let text = format!("collected at {t}; time checks are judged at that moment");
         write_wrapped(out, &text, "Evidence: ", &" ".repeat(10), width)?;
@@ -181,6 +187,7 @@ fn verdict_table(rows: &[Row<'_>], opts: &RenderOptions, width: usize) -> String
             Row::Verdict(v, _) => Some(v.class.as_str().len()),
             Row::Healthy(_) => None,
         })
+        // `Healthy`, the widest class the counting row may add; 8 below is `critical`.
         .chain([7])
         .max()
         .unwrap_or(7);
@@ -376,6 +383,8 @@ fn write_block(
         Some(r) => format!("{r} (confidence {})", confidence_text(v.confidence)),
         None => format!("none (confidence {})", confidence_text(v.confidence)),
     };
+    // An Inconclusive verdict did not break anywhere: its rung is only where judging stopped for
+    // want of evidence, and "Broke at" would assert a failure nobody saw.
     let rung_label = if v.class == Class::Inconclusive {
         "Rung"
     } else {

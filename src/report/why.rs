@@ -215,7 +215,9 @@ fn write_response(
     let indent = " ".repeat(LABEL);
     let more = format!("{indent}  ");
     if let Some(s) = &p.status_body {
-        // kubectl's own words, so the line matches what the user saw.
+        // kubectl's own words (`StandardErrorMessage` in kubectl's `pkg/cmd/util/helpers.go`:
+        // the reason in parentheses only when the Status has one), so the line matches what the
+        // user saw and can be searched for in their terminal history or a ticket.
         let text = if s.reason.is_empty() {
             format!("Error from server: {}", one_line(&s.message))
         } else {
@@ -231,6 +233,9 @@ fn write_response(
             write_wrapped(out, &text, &more, &format!("{more}  "), width)?;
         }
     }
+    // A non-Status body is the clue REFERENCE §2.3 classifies on: the aggregator's own 503 says
+    // `service unavailable`, a proxied failure `error trying to reach service: …`. A few lines are
+    // enough for both; an extension server's HTML error page would drown the view.
     if let Some(b) = &p.body {
         for line in b.lines().filter(|l| !l.trim().is_empty()).take(3) {
             write_wrapped(out, &format!("body: {line}"), &indent, &more, width)?;
@@ -254,6 +259,9 @@ fn write_response(
         }
         write_wrapped(out, &text, &indent, &more, width)?;
     }
+    // Only the headers that change the diagnosis: Retry-After with the two PF UIDs marks an APF
+    // rejection rather than max-in-flight or a shutdown (REFERENCE §2.3, `flowcontrol/v1`
+    // types.go), and Audit-Id finds the request in the cluster's audit log.
     let h = &p.headers;
     let mut headers = Vec::new();
     if let Some(r) = &h.retry_after {
@@ -344,6 +352,9 @@ fn write_verdict(
         && v.severity > Severity::Info
     {
         head.push_str(&format!(", broke at {r}"));
+        // An aggregated path runs authn and authz twice, in kube-apiserver and again in the
+        // extension server (delegated). A 403 from the second is still Auth, but the fix is the
+        // extension server's RBAC, not the user's (DESIGN §1 rule 4), so the view says whose.
         if v.rules
             .first()
             .is_some_and(|h| h.component == Component::ExtensionApiserver)
@@ -431,6 +442,8 @@ pub fn render(
             )?;
         }
     }
+    // Findings on the path that are not the request's verdict: usually consequences of the rung
+    // that broke, sometimes a second fault that will surface once the first is fixed.
     let request_subject = verdict.map(|v| &v.subject);
     let others: Vec<&Verdict> = d
         .verdicts

@@ -14,6 +14,8 @@ pub(crate) fn write_wrapped(
     rest: &str,
     width: usize,
 ) -> std::io::Result<()> {
+    // At least 20 columns of text however deep the indent, so that a nested line in a narrow
+    // terminal still holds a few words instead of one per line.
     for (i, line) in wrap_words(text, width.saturating_sub(first.chars().count()).max(20))
         .into_iter()
         .enumerate()

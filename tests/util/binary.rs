@@ -46,6 +46,10 @@ impl Run {
 
 /// Run the binary in an empty HOME with no KUBECONFIG unless given.
 pub(crate) fn run(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    // A developer's shell leaks into a run in exactly these ways: a kubeconfig that points at a
+    // real cluster, a proxy that would carry 127.0.0.1 traffic away (kube-rs honours HTTPS_PROXY),
+    // and the in-cluster variables that make the client prefer the service-account config when
+    // tests run inside a pod (CI runners on Kubernetes set them).
     let mut cmd = extpath();
     cmd.env_remove("KUBECONFIG")
         .env_remove("HTTPS_PROXY")

@@ -85,6 +85,11 @@ pub fn score(case: &Value, doc: &Value) -> Result<(), String> {
         .iter()
         .filter(|v| on_subject(v) && classes.contains(&class(v).as_str()) && counts(v))
         .count();
+    // A healthy case fails only on a critical verdict: a real healthy cluster may carry warnings
+    // (a certificate near expiry) without contradicting its expectation. For a broken case, the
+    // forbidden classes are checked on the subjects and cluster-wide too, because blaming the
+    // API server or etcd for an extension's failure is the classic misattribution (DESIGN §1
+    // rules 1 and 3: a 503 is not "etcd is down").
     let bad: Vec<String> = if classes == ["Healthy"] {
         verdicts
             .iter()

@@ -107,6 +107,9 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        // `kill` is SIGKILL, which also ends a process a test froze with SIGSTOP (the etcd-stall
+        // tests do); a SIGTERM would wait, queued, until someone sent CONT. `wait` reaps it so no
+        // zombie outlives the test binary.
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

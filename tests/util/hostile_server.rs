@@ -33,10 +33,17 @@ pub enum Mode {
     /// 200 announcing a 5 GB Content-Length, then one byte a second.
     Trickle,
     /// 200 with a list of this many items in one page (`limit` ignored).
+    // The API concepts doc allows a server that does not support chunking to ignore `limit` and
+    // return the whole list; an aggregated server may do just that, so `--max-objects` must hold
+    // without the server's help.
     HugeList(usize),
     /// 200 with JSON nested this deep.
+    // A recursive-descent parser without a depth limit overflows the stack on this; serde_json
+    // stops at 128 levels, and the test holds the tool to an error rather than an abort.
     DeepJson(usize),
     /// 200 with an HTML login page.
+    // What an authenticating proxy in front of the API server answers to a client it does not
+    // recognise: a 200 that is not JSON must be a clear error, never an empty cluster.
     Html,
     /// 302 to the same URL.
     RedirectToSelf,

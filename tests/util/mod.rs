@@ -9,6 +9,8 @@
 //! * [`report_cases`] — hand-built diagnoses for the renderer tests;
 //! * [`random_exposition`] — random valid Prometheus expositions for the parser's property tests.
 
+// Each test module uses a different subset of the kit, and all of them are one binary; without
+// this every helper one module does not call would warn in the others' view.
 #![allow(dead_code)]
 
 pub(crate) mod binary;
@@ -36,6 +38,8 @@ pub fn repo() -> PathBuf {
 /// `assert_cmd` command for the built binary.
 pub fn extpath() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("kubectl-extpath").expect("binary is built");
+    // Snapshots must not depend on the developer's terminal: NO_COLOR turns `--color auto` off
+    // even where a test's stdout happens to be a tty (no-color.org).
     c.env("NO_COLOR", "1");
     c
 }

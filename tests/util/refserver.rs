@@ -6,6 +6,8 @@ use extpath::refserver::{RefServer, RunningServer, StartOptions, scenario};
 use super::repo;
 
 /// The scenario `fixtures/scenarios/NAME.yaml`, served.
+///
+/// Unwraps freely: a scenario that does not load is a broken fixture, and the panic names it.
 pub(crate) async fn start(name: &str) -> RunningServer {
     let path = repo()
         .join("fixtures/scenarios")

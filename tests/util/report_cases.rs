@@ -1,6 +1,7 @@
 //! Hand-built diagnoses for the renderer tests, modelled on the real captures in `fixtures/raw/`
 //! (their message texts, metric names and object names). They stand in for the engine's output so
-//! that the report can be reviewed before the engine exists; they are not used to judge anything.
+//! that a renderer snapshot changes only when the renderer does, not when a rule's wording or
+//! confidence is tuned; they are not used to judge anything.
 
 use std::collections::BTreeMap;
 

@@ -78,12 +78,18 @@ impl Parser<'_> {
             "gauge" => MetricKind::Gauge,
             "histogram" => MetricKind::Histogram,
             "summary" => MetricKind::Summary,
+            // `unknown` is OpenMetrics' name for 0.0.4's `untyped`; a dump taken from a server
+            // that negotiated OpenMetrics has it.
             "untyped" | "unknown" => MetricKind::Untyped,
             other if wanted => {
                 return Err(self.syntax(format!("TYPE {name}: unknown metric type {other:?}")));
             }
+            // OpenMetrics-only types (`gaugehistogram`, `stateset`, `info`) in families nobody
+            // reads must not fail a scrape the rules could otherwise use.
             _ => MetricKind::Untyped,
         };
+        // Two TYPEs for one name make every later sample ambiguous (is `x_count` a part of `x`
+        // or a family?), so a selected family with two is rejected rather than guessed at.
         if let Some(&earlier) = self.types.get(&name)
             && earlier != kind
             && wanted

@@ -13,6 +13,8 @@ pub(super) struct FamilyBuilder {
     /// themselves would store every label a second time — most of a parse's memory — so a hit is
     /// confirmed against the series' labels instead, and a collision falls back to a scan.
     index: HashMap<u64, usize>,
+    /// Randomly seeded per family: label values come from a server nobody controls, and with a
+    /// fixed hash a body crafted to collide would turn every lookup into the fallback scan.
     hasher: RandomState,
     /// The key and index of the series of the previous line: consecutive bucket lines share it.
     last_key: Vec<u8>,

@@ -98,6 +98,9 @@ pub fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource:
     } else {
         format!("{}/{subresource}", def.resource)
     };
+    // rules.go `Matcher.resource` splits each entry at `/`: `*` alone is every resource without a
+    // subresource, `*/*` everything, `*/sub` that subresource of any resource, and `res/*` the
+    // resource itself and all its subresources (its `*` matches the empty subresource too).
     let resource_ok = rule["resources"].as_array().is_some_and(|rs| {
         rs.iter().filter_map(Value::as_str).any(|r| {
             r == resource
@@ -107,6 +110,8 @@ pub fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource:
                 || (r.ends_with("/*") && r[..r.len() - 2] == def.resource)
         })
     });
+    // v1 defaults `scope` to `*`. A Namespace is not namespaced here, as rules.go `Matcher.scope`
+    // takes it for cluster-scoped although its request carries its name as the namespace.
     let scope = rule["scope"].as_str().unwrap_or("*");
     let scope_ok = scope == "*" || (scope == "Namespaced") == def.namespaced;
     listed(&rule["operations"], op.as_str())
@@ -242,6 +247,11 @@ struct Hook {
     mutating: bool,
 }
 
+/// Every webhook in the order they are called: mutating before validating (the admission chain
+/// runs `MutatingAdmissionWebhook` before `ValidatingAdmissionWebhook`), configurations by name
+/// and webhooks in their configuration's order (the webhook managers'
+/// `sort.SliceStable(configurations, …ByName)`, so that serial calls are deterministic; the store
+/// lists by name already).
 fn hooks(state: &State) -> Vec<Hook> {
     let mut out = Vec::new();
     for (resource, mutating) in [
@@ -270,6 +280,8 @@ enum CallError {
 }
 
 async fn call(state: &State, hook: &Value, review: &Value) -> Result<Value, CallError> {
+    // admissionregistration v1 defaults timeoutSeconds to 10 and its validation admits 1 to 30;
+    // this server does not validate webhook configurations, so the bound is kept here.
     let timeout = hook["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30);
     let target = webhook_target(&hook["clientConfig"], timeout).map_err(CallError::Calling)?;
     let url = target.url();
@@ -384,6 +396,11 @@ async fn versioned(state: &State, to: &ResourceDef, obj: &Value) -> Result<Value
 }
 
 /// Run admission for a write; returns the (possibly mutated) object.
+///
+/// Every webhook is called in turn. kube-apiserver calls the matching validating webhooks in
+/// parallel (`validating/dispatcher.go`) and reports the first failure to arrive; in turn, the
+/// first in [`hooks`] order is reported, so a scenario with one failing validating webhook is the
+/// same and one with several names the first by configuration name.
 ///
 /// # Errors
 /// The Status a failing-closed or denying webhook produces.

@@ -205,6 +205,8 @@ pub static SOURCES: &[Source] = &[
     ),
     reads!("health/readyz", "/readyz", health::fetch_readyz),
     reads!("health/livez", "/livez", health::fetch_livez),
+    // etcd is two entries under one id, one per option: without `--etcd-metrics-url` the gaps
+    // say what was not looked at and how to look (not judged is not healthy), with no step.
     Source {
         id: etcd::GAP_HEALTH,
         what: None,
@@ -259,6 +261,8 @@ pub static SOURCES: &[Source] = &[
         deadline: Deadline::Whole,
         stage: Stage::Behind(backends::pods),
     },
+    // The logs of the Pods `objects/pods` found (their Services' selectors): it waits for that
+    // entry alone, not for the handshakes of its stage.
     Source {
         id: "logs",
         what: None,

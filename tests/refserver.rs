@@ -919,3 +919,162 @@ async fn a_backend_stops_and_starts_again_on_its_port() {
     assert_eq!(available(&server).await.0, "True");
     assert!(server.start_backend("wardle").await.is_err());
 }
+
+/// A CRD served at v1 and v1beta1, two webhooks whose rules name only v1beta1: a mutating one with
+/// the default `matchPolicy` (Equivalent) that labels what it sees, and a validating one with
+/// `Exact` that denies everything.
+const MATCH_POLICY: &str = r#"
+apiVersion: extpath.dev/v1alpha1
+kind: Scenario
+name: match-policy
+description: Equivalent reaches a webhook through another served version; Exact does not.
+cas: [webhook-ca]
+backends:
+  - name: converter
+    kind: conversionWebhook
+    certificate: {issuer: webhook-ca, names: [converter.webhooks.svc]}
+  - name: labeler
+    kind: admissionWebhook
+    certificate: {issuer: webhook-ca, names: [labeler.webhooks.svc]}
+    behaviour:
+      patch: [{op: add, path: /metadata/labels/labelled, value: "yes"}]
+  - name: denier
+    kind: admissionWebhook
+    certificate: {issuer: webhook-ca, names: [denier.webhooks.svc]}
+    behaviour: {answer: deny, denyMessage: only v1beta1 is checked}
+network:
+  10.244.0.30: converter
+  10.244.0.31: labeler
+  10.244.0.32: denier
+objects:
+  - {apiVersion: v1, kind: Namespace, metadata: {name: webhooks}}
+  - {apiVersion: v1, kind: Service, metadata: {name: converter, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
+  - {apiVersion: v1, kind: Endpoints, metadata: {name: converter, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.30}], ports: [{port: 9443}]}]}
+  - {apiVersion: v1, kind: Service, metadata: {name: labeler, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
+  - {apiVersion: v1, kind: Endpoints, metadata: {name: labeler, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.31}], ports: [{port: 9443}]}]}
+  - {apiVersion: v1, kind: Service, metadata: {name: denier, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
+  - {apiVersion: v1, kind: Endpoints, metadata: {name: denier, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.32}], ports: [{port: 9443}]}]}
+  - apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: crontabs.stable.example.com}
+    spec:
+      group: stable.example.com
+      scope: Namespaced
+      names: {plural: crontabs, singular: crontab, kind: CronTab}
+      conversion:
+        strategy: Webhook
+        webhook:
+          conversionReviewVersions: [v1]
+          clientConfig:
+            service: {namespace: webhooks, name: converter, path: /convert, port: 443}
+            caBundle: ${ca:webhook-ca}
+      versions:
+        - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+        - {name: v1beta1, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - apiVersion: admissionregistration.k8s.io/v1
+    kind: MutatingWebhookConfiguration
+    metadata: {name: equivalent}
+    webhooks:
+      - name: equivalent.webhook.example.com
+        admissionReviewVersions: [v1]
+        sideEffects: None
+        clientConfig:
+          service: {namespace: webhooks, name: labeler, path: /mutate, port: 443}
+          caBundle: ${ca:webhook-ca}
+        rules:
+          - {operations: [CREATE], apiGroups: [stable.example.com], apiVersions: [v1beta1], resources: [crontabs]}
+  - apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingWebhookConfiguration
+    metadata: {name: exact}
+    webhooks:
+      - name: exact.webhook.example.com
+        admissionReviewVersions: [v1]
+        sideEffects: None
+        matchPolicy: Exact
+        clientConfig:
+          service: {namespace: webhooks, name: denier, path: /validate, port: 443}
+          caBundle: ${ca:webhook-ca}
+        rules:
+          - {operations: [CREATE], apiGroups: [stable.example.com], apiVersions: [v1beta1], resources: [crontabs]}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_reaches_an_equivalent_webhook_through_another_version_and_not_an_exact_one() {
+    if !kubectl_available() {
+        return;
+    }
+    let server = start_text(MATCH_POLICY).await;
+    let k = kubeconfig(&server);
+    let manifest = |version: &str, name: &str| {
+        let path = k.config.with_file_name(format!("{name}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: stable.example.com/{version}\nkind: CronTab\nmetadata: {{name: {name}, namespace: default, labels: {{app: {name}}}}}\nspec: {{cronSpec: \"0 3 * * *\"}}\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+
+    // Through v1, which neither rule names: the Equivalent webhook is called (at v1beta1), the
+    // Exact one is not, so the write passes with the label.
+    let v1 = manifest("v1", "nightly");
+    // The reference server serves no OpenAPI document for kubectl's client-side validation.
+    let create = |path: &Path| {
+        kubectl(
+            &k,
+            &["create", "--validate=false", "-f", path.to_str().unwrap()],
+        )
+    };
+    let (ok, out, stderr) = create(&v1);
+    assert!(ok, "{stderr}");
+    assert!(
+        out.contains("crontab.stable.example.com/nightly created"),
+        "{out}"
+    );
+    let (ok, out, stderr) = kubectl(
+        &k,
+        &[
+            "get",
+            "crontabs.v1.stable.example.com",
+            "nightly",
+            "-o",
+            "jsonpath={.apiVersion} {.metadata.labels.labelled}",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(out, "stable.example.com/v1 yes");
+    let metrics = server.metrics_text();
+    let called = |name: &str| {
+        metrics.lines().any(|l| {
+            l.starts_with("apiserver_admission_webhook_request_total{")
+                && l.contains(&format!("name=\"{name}\""))
+        })
+    };
+    assert!(called("equivalent.webhook.example.com"), "{metrics}");
+    assert!(!called("exact.webhook.example.com"), "{metrics}");
+    // The webhook saw the object at the version its rule names: the CRD's conversion webhook took
+    // it from v1 to v1beta1 and, once labelled, back.
+    let converted = |from: &str, to: &str| {
+        metrics.lines().any(|l| {
+            l.contains("conversion")
+                && l.contains("_count{")
+                && l.contains(&format!("from_version=\"stable.example.com/{from}\""))
+                && l.contains(&format!("to_version=\"stable.example.com/{to}\""))
+                && l.contains("succeeded=\"true\"")
+        })
+    };
+    assert!(converted("v1", "v1beta1"), "{metrics}");
+    assert!(converted("v1beta1", "v1"), "{metrics}");
+
+    // Through v1beta1 the Exact webhook's rule names the request itself: it is called, and denies.
+    let v1beta1 = manifest("v1beta1", "hourly");
+    let (ok, _, stderr) = create(&v1beta1);
+    assert!(!ok);
+    assert!(
+        stderr.contains("admission webhook \"exact.webhook.example.com\" denied the request: only v1beta1 is checked"),
+        "{stderr}"
+    );
+    server.shutdown().await;
+}

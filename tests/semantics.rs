@@ -226,6 +226,15 @@ struct WebhookReq {
     namespace_labels: Value,
     #[serde(default)]
     object_labels: Value,
+    /// The `(group, version)`s the server serves the same resource at, besides the request's own.
+    #[serde(default)]
+    equivalents: Vec<GroupVersion>,
+}
+
+#[derive(Deserialize)]
+struct GroupVersion {
+    group: String,
+    version: String,
 }
 
 #[test]
@@ -262,6 +271,11 @@ fn webhook_matching_agrees_with_apiserver_on_both_sides() {
         };
         let ns_labels = labels_of(&r.namespace_labels);
         let obj_labels = labels_of(&r.object_labels);
+        let equivalents: Vec<(String, String)> = r
+            .equivalents
+            .iter()
+            .map(|gv| (gv.group.clone(), gv.version.clone()))
+            .collect();
         let decision = webhook_match::match_webhook(
             &hook,
             &AdmissionRequest {
@@ -273,6 +287,7 @@ fn webhook_matching_agrees_with_apiserver_on_both_sides() {
                 namespace: r.namespaced.then_some("table-ns"),
                 namespace_labels: Some(&ns_labels),
                 object_labels: &obj_labels,
+                equivalents: Some(&equivalents),
             },
         )
         .decision;
@@ -301,8 +316,24 @@ fn webhook_matching_agrees_with_apiserver_on_both_sides() {
             other => panic!("{}: the reference server has no operation {other}", c.name),
         };
         let object = json!({"metadata": {"name": "x", "labels": r.object_labels}});
-        let served =
-            admission::webhook_matches(w, &def, op, &r.subresource, &r.namespace_labels, &object);
+        // The server's registry: the request's own resource, then the table's equivalents.
+        let registry: Vec<ResourceDef> = std::iter::once(def.clone())
+            .chain(r.equivalents.iter().map(|gv| ResourceDef {
+                group: gv.group.clone(),
+                version: gv.version.clone(),
+                ..def.clone()
+            }))
+            .collect();
+        let served = admission::invocation(
+            w,
+            &def,
+            &registry,
+            op,
+            &r.subresource,
+            &r.namespace_labels,
+            &object,
+        )
+        .is_some();
         if collected != c.called || served != c.called {
             failures.push(format!(
                 "{} ({}): want called={}, collect::why::webhook_match {decision:?}, refserver::admission called={served}",

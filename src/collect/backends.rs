@@ -8,6 +8,8 @@
 //! one paged list per kind is cheaper than three requests per Service. A 404 is evidence (the Service is missing) and is recorded as
 //! absence, not as a gap; a 403 or a timeout is a gap, so a rule can tell "missing" from "not seen".
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -16,6 +18,7 @@ use serde_json::Value;
 use super::fetch::urlencode;
 use super::objects::decode_items;
 use super::refs::References;
+use super::sources::{Contribution, Found, Run, SourceFuture};
 use super::{FetchError, Fetcher};
 use crate::bundle::{EvidenceBundle, Gap, from_k8s};
 
@@ -415,6 +418,31 @@ pub async fn fetch_pods(f: &Fetcher, backends: &Backends) -> Result<PodsBehind, 
         }
     }
     Ok(out)
+}
+
+/// The `objects/backends` entry (stage two): what the references point at.
+pub(super) fn services<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let found = Arc::new(fetch(&run.fetcher, found.references).await?);
+        run.leave_backends(Arc::clone(&found));
+        let gaps = found.gaps.clone();
+        Ok(Contribution {
+            evidence: Some(Box::new(move |b: &mut EvidenceBundle| found.apply(b))),
+            gaps,
+            ..Contribution::default()
+        })
+    })
+}
+
+/// The `objects/pods` entry (stage three): the Pods behind stage two's Services.
+pub(super) fn pods<'a>(run: &'a Run<'a>, _: &'a Found<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let pods = Arc::new(fetch_pods(&run.fetcher, &run.found_backends()).await?);
+        run.leave_pods(Arc::clone(&pods));
+        Ok(Contribution::of(Box::new(move |b: &mut EvidenceBundle| {
+            pods.apply(b)
+        })))
+    })
 }
 
 #[cfg(test)]

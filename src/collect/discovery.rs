@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::fetch::Response;
+use super::sources::{Contribution, Found, Run, SourceFuture};
 use super::{FetchError, Fetcher};
 use crate::bundle::probes::{ClientTool, ProbeKind};
 use crate::bundle::{
@@ -319,6 +320,41 @@ pub async fn probe_admission(
         probes.push(probe_from("POST", &path, Rung::Admission, owner, &res));
     }
     (probes, gaps)
+}
+
+/// The `probes/discovery` entry (stage two): every group/version stage one's objects name.
+pub(super) fn probes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let follow = FollowUps {
+            list: run.opts.list_probe,
+            delegation: run.opts.delegation_probe,
+        };
+        let (probes, gaps) = probe_all(&run.fetcher, found.bundle, follow, run.deadline).await;
+        Ok(Contribution {
+            gaps,
+            probes,
+            ..Contribution::default()
+        })
+    })
+}
+
+/// The `probes/admission` entry (stage two, `--probe-admission`): dry-run creates through the
+/// webhooks stage one found.
+pub(super) fn admission_probes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let (probes, gaps) = probe_admission(
+            &run.fetcher,
+            found.bundle,
+            &run.opts.namespace,
+            run.deadline,
+        )
+        .await;
+        Ok(Contribution {
+            gaps,
+            probes,
+            ..Contribution::default()
+        })
+    })
 }
 
 #[cfg(test)]

@@ -27,10 +27,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::fetch::FetchError;
+use super::sources::{Contribution, Run, SourceFuture};
 use super::url_client::{ClientFiles, SetupError, UrlClient, split_url};
+use super::{bounded, gap_for};
 use crate::bundle::metrics::default_selection;
 use crate::bundle::observations::{Component, HealthEndpoint};
-use crate::bundle::{HealthCheck, HealthCheckItem};
+use crate::bundle::{EvidenceBundle, Gap, GapReason, HealthCheck, HealthCheckItem};
 
 /// Gap source of etcd's `/metrics`.
 pub const GAP_METRICS: &str = "metrics/etcd";
@@ -290,6 +292,59 @@ pub fn alarm_check(v: &Value, target: &str, origin: &str) -> Result<HealthCheck,
         target: Some(target.to_string()),
         origin: Some(origin.to_string()),
         component: Some(Component::Etcd),
+    })
+}
+
+/// The `health/etcd` entry without `--etcd-metrics-url`: the gaps that say etcd's own health and
+/// alarms were not looked at.
+pub(super) fn not_supplied<'a>(_: &'a Run<'a>) -> SourceFuture<'a> {
+    // Not judged is not healthy: say what was not looked at, and how to look.
+    let how = "pass --etcd-metrics-url (etcd's client URL, with --etcd-cert, --etcd-key and --etcd-ca for client TLS)";
+    Box::pin(async move {
+        Ok(Contribution {
+            gaps: vec![
+                Gap::new(
+                    GAP_HEALTH,
+                    GapReason::NotSupplied,
+                    format!("etcd's own health was not checked: {how}"),
+                ),
+                Gap::new(
+                    GAP_ALARMS,
+                    GapReason::NotSupplied,
+                    format!("etcd's alarms (NOSPACE, CORRUPT) were not checked: {how}"),
+                ),
+            ],
+            ..Contribution::default()
+        })
+    })
+}
+
+/// The `health/etcd` entry: `/health` and the alarm list side by side, each bounded by the run's
+/// deadline and each its own gap, so an etcd whose gateway is not served still has its health.
+pub(super) fn checks<'a>(run: &'a Run<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let Some(e) = &run.etcd else {
+            return Ok(Contribution::default());
+        };
+        let (health, alarms) = tokio::join!(
+            bounded(run.deadline, e.health()),
+            bounded(run.deadline, e.alarms())
+        );
+        let mut checks = Vec::new();
+        let mut gaps = Vec::new();
+        for (id, result) in [(GAP_HEALTH, health), (GAP_ALARMS, alarms)] {
+            match result {
+                Ok(check) => checks.push(check),
+                Err(e) => gaps.push(gap_for(id, &e)),
+            }
+        }
+        Ok(Contribution {
+            evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
+                b.health_checks.extend(checks)
+            })),
+            gaps,
+            ..Contribution::default()
+        })
     })
 }
 

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use super::fetch::{status_error, urlencode};
 use super::refs::References;
+use super::sources::{Contribution, Found, Run, SourceFuture};
 use super::{FetchError, Fetcher};
 use crate::bundle::observations::Component;
 use crate::bundle::{EvidenceBundle, Gap, Kind, LogFinding};
@@ -156,6 +157,31 @@ fn attach(
         }
     }
     out
+}
+
+/// The `logs` entry (stage three, `--pod-logs`, after `objects/pods`).
+pub(super) fn pod_logs<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        // No Pods, no logs: their gap is already recorded.
+        let Some(pods) = run.found_pods() else {
+            return Ok(Contribution::default());
+        };
+        let (findings, gaps) = fetch(
+            &run.fetcher,
+            found.bundle,
+            found.references,
+            &pods.by_service,
+            run.deadline,
+        )
+        .await;
+        Ok(Contribution {
+            evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
+                b.log_findings.extend(findings)
+            })),
+            gaps,
+            ..Contribution::default()
+        })
+    })
 }
 
 #[cfg(test)]

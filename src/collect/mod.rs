@@ -30,8 +30,9 @@
 //! scraping `/metrics`; no window to wait for then, unless etcd is scraped directly). Both are
 //! reached through [`url_client`]; the API server through [`Fetcher`].
 //!
-//! Each source lives in its own file as an async fetch and a pure transform into bundle types; the
-//! transforms are tested on hand-built objects.
+//! Each source lives in its own file as its requests, a pure transform into bundle types, and the
+//! fetch its [`sources::SOURCES`] entry calls (a function of the run that returns one
+//! [`sources::Contribution`]); the transforms are tested on hand-built objects.
 
 pub mod backends;
 pub mod connect;

@@ -13,10 +13,16 @@
 //! Rule matching is apiserver's `rules.Matcher`, written here apart from the collector's copy
 //! (`collect/why/webhook_match.rs`) on purpose — this server is the oracle `why` is tested against —
 //! and held to the same answers by `tests/semantics/webhook_rules.yaml`. Label selectors are the
-//! shared `crate::semantics::label_selector`. `matchPolicy` is not modelled: a rule matches the
-//! request's own version only, as with `Exact`; with `Equivalent` (the default) kube-apiserver also
-//! calls a webhook whose rule names another served version of the same resource (a CRD with two
-//! versions), converting the object — not done here, and left out of the table.
+//! shared `crate::semantics::label_selector`.
+//!
+//! `matchPolicy` is the dispatcher's `ShouldCallHook` (`generic/webhook.go`): a rule that names the
+//! request's own group/version/resource calls the webhook as is; failing that, with `Equivalent`
+//! (the v1 default) each rule in turn is tried against the resources the server serves as the same
+//! resource ([`equivalents`], apimachinery's `EquivalentResourceRegistry`), and the first that
+//! matches is the one the webhook is called with: the AdmissionReview's `kind`/`resource` name it,
+//! `requestKind`/`requestResource` name what the client sent, and the object is converted to that
+//! version (through the CRD's conversion, a webhook if it has one) and, after a mutation, back.
+//! `Exact` never looks past the request's own resource.
 
 use std::time::Instant;
 
@@ -32,7 +38,7 @@ use super::registry::ResourceDef;
 use super::request::RequestInfo;
 use super::state::State;
 use super::status::ApiError;
-use super::store::Key;
+use super::store::{Key, Store};
 use crate::semantics::label_selector;
 
 const DURATION: Desc = Desc {
@@ -92,6 +98,9 @@ pub fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource:
     } else {
         format!("{}/{subresource}", def.resource)
     };
+    // rules.go `Matcher.resource` splits each entry at `/`: `*` alone is every resource without a
+    // subresource, `*/*` everything, `*/sub` that subresource of any resource, and `res/*` the
+    // resource itself and all its subresources (its `*` matches the empty subresource too).
     let resource_ok = rule["resources"].as_array().is_some_and(|rs| {
         rs.iter().filter_map(Value::as_str).any(|r| {
             r == resource
@@ -101,6 +110,8 @@ pub fn rule_matches(rule: &Value, def: &ResourceDef, op: Operation, subresource:
                 || (r.ends_with("/*") && r[..r.len() - 2] == def.resource)
         })
     });
+    // v1 defaults `scope` to `*`. A Namespace is not namespaced here, as rules.go `Matcher.scope`
+    // takes it for cluster-scoped although its request carries its name as the namespace.
     let scope = rule["scope"].as_str().unwrap_or("*");
     let scope_ok = scope == "*" || (scope == "Namespaced") == def.namespaced;
     listed(&rule["operations"], op.as_str())
@@ -117,6 +128,61 @@ pub fn label_selector_matches(sel: &Value, labels: &Value) -> bool {
     label_selector::json_selector_matches(sel, labels)
 }
 
+/// The resources this server serves as the same resource as `def` (its `subresource`), `def`
+/// included, in the order the API server registers them: apimachinery's
+/// `EquivalentResourceRegistry.EquivalentResourcesFor` (`runtime/mapper.go`).
+///
+/// The registry's key is the group/resource unless kube-apiserver's identity function gives the
+/// storage prefix (`NewEquivalentResourceRegistryWithIdentity`, so that built-ins stored together
+/// across groups — `events` in the core group and `events.k8s.io` — are equivalent). Every
+/// built-in here is served at one group/version and none shares storage with another, so the
+/// equivalents are a CRD's served versions, registered in `spec.versions` order by
+/// apiextensions-apiserver's `customresource_handler.go` — each with `status` when that version
+/// has the subresource.
+pub fn equivalents(store: &Store, def: &ResourceDef, subresource: &str) -> Vec<ResourceDef> {
+    if !def.custom {
+        return vec![def.clone()];
+    }
+    super::registry::crd_for(store, &def.group, &def.resource)
+        .map(|crd| super::registry::crd_resources(&crd))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| subresource.is_empty() || d.subresources.iter().any(|s| s == subresource))
+        .collect()
+}
+
+fn same_resource(a: &ResourceDef, b: &ResourceDef) -> bool {
+    a.group == b.group && a.version == b.version && a.resource == b.resource
+}
+
+/// Which resource the API server calls `hook` with for a write of `def`, if any (`ShouldCallHook`'s
+/// rule loops, `generic/webhook.go`): `def` itself when a rule names it; otherwise, with
+/// `matchPolicy: Equivalent`, the first of `equivalents` that a rule names — rules in order, and
+/// for each rule the equivalents in registration order ("honor earlier rules first").
+fn called_as<'a>(
+    hook: &Value,
+    def: &'a ResourceDef,
+    equivalents: &'a [ResourceDef],
+    op: Operation,
+    subresource: &str,
+) -> Option<&'a ResourceDef> {
+    let rules = hook["rules"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if rules.iter().any(|r| rule_matches(r, def, op, subresource)) {
+        return Some(def);
+    }
+    // admissionregistration v1 defaults matchPolicy to Equivalent (`SetDefaults_ValidatingWebhook`,
+    // `SetDefaults_MutatingWebhook`); this server serves only v1 of the configurations.
+    if hook["matchPolicy"].as_str().unwrap_or("Equivalent") != "Equivalent" {
+        return None;
+    }
+    rules.iter().find_map(|r| {
+        equivalents
+            .iter()
+            .filter(|e| !same_resource(e, def))
+            .find(|e| rule_matches(r, e, op, subresource))
+    })
+}
+
 fn webhook_applies(
     state: &State,
     hook: &Value,
@@ -124,7 +190,7 @@ fn webhook_applies(
     op: Operation,
     info: &RequestInfo,
     obj: &Value,
-) -> bool {
+) -> Option<ResourceDef> {
     let ns_labels = if def.namespaced {
         state
             .storage
@@ -135,27 +201,33 @@ fn webhook_applies(
     } else {
         Value::Null
     };
-    webhook_matches(hook, def, op, &info.subresource, &ns_labels, obj)
+    let equivalents = equivalents(&state.storage.store, def, &info.subresource);
+    invocation(
+        hook,
+        def,
+        &equivalents,
+        op,
+        &info.subresource,
+        &ns_labels,
+        obj,
+    )
 }
 
-/// Whether the API server calls `hook` for a write of `obj`: some rule covers it, then the
-/// `namespaceSelector` holds for the labels of the object's namespace (`namespace_labels`) — or, for
-/// a Namespace, its own labels; other cluster-scoped objects ignore it — and the `objectSelector`
-/// holds for the object's labels.
-pub fn webhook_matches(
+/// Whether the API server calls `hook` for a write of `obj`, and with which resource: a rule
+/// covers `def` — or, with `matchPolicy: Equivalent`, one of its `equivalents` (see
+/// [`equivalents`]) —, the `namespaceSelector` holds for the labels of the object's namespace
+/// (`namespace_labels`) — or, for a Namespace, its own labels; other cluster-scoped objects ignore
+/// it — and the `objectSelector` holds for the object's labels.
+pub fn invocation(
     hook: &Value,
     def: &ResourceDef,
+    equivalents: &[ResourceDef],
     op: Operation,
     subresource: &str,
     namespace_labels: &Value,
     obj: &Value,
-) -> bool {
-    let rules_ok = hook["rules"]
-        .as_array()
-        .is_some_and(|rs| rs.iter().any(|r| rule_matches(r, def, op, subresource)));
-    if !rules_ok {
-        return false;
-    }
+) -> Option<ResourceDef> {
+    let called = called_as(hook, def, equivalents, op, subresource)?;
     let own = obj.pointer("/metadata/labels").unwrap_or(&Value::Null);
     // Go's `MatchNamespaceSelector` (webhook/predicates/namespace): a Namespace is matched by
     // its own labels, and a cluster-scoped object of any other kind is never exempted by the
@@ -167,7 +239,7 @@ pub fn webhook_matches(
     } else {
         true
     };
-    namespace_ok && label_selector_matches(&hook["objectSelector"], own)
+    (namespace_ok && label_selector_matches(&hook["objectSelector"], own)).then(|| called.clone())
 }
 
 struct Hook {
@@ -175,6 +247,11 @@ struct Hook {
     mutating: bool,
 }
 
+/// Every webhook in the order they are called: mutating before validating (the admission chain
+/// runs `MutatingAdmissionWebhook` before `ValidatingAdmissionWebhook`), configurations by name
+/// and webhooks in their configuration's order (the webhook managers'
+/// `sort.SliceStable(configurations, …ByName)`, so that serial calls are deterministic; the store
+/// lists by name already).
 fn hooks(state: &State) -> Vec<Hook> {
     let mut out = Vec::new();
     for (resource, mutating) in [
@@ -203,6 +280,8 @@ enum CallError {
 }
 
 async fn call(state: &State, hook: &Value, review: &Value) -> Result<Value, CallError> {
+    // admissionregistration v1 defaults timeoutSeconds to 10 and its validation admits 1 to 30;
+    // this server does not validate webhook configurations, so the bound is kept here.
     let timeout = hook["timeoutSeconds"].as_u64().unwrap_or(10).clamp(1, 30);
     let target = webhook_target(&hook["clientConfig"], timeout).map_err(CallError::Calling)?;
     let url = target.url();
@@ -269,7 +348,11 @@ async fn call(state: &State, hook: &Value, review: &Value) -> Result<Value, Call
     Ok(response.clone())
 }
 
+/// The AdmissionReview for `hook` called as `called` (the resource a rule named) for a request
+/// that reached `def`; `obj` and `old` are already at `called`'s version.
+#[allow(clippy::too_many_arguments)]
 fn review(
+    called: &ResourceDef,
     def: &ResourceDef,
     op: Operation,
     obj: &Value,
@@ -283,8 +366,8 @@ fn review(
         "kind": "AdmissionReview",
         "request": {
             "uid": format!("0000a0b1-{n:04x}-4c2d-9e3f-{:012x}", n * 104729),
-            "kind": {"group": def.group, "version": def.version, "kind": def.kind},
-            "resource": {"group": def.group, "version": def.version, "resource": def.resource},
+            "kind": {"group": called.group, "version": called.version, "kind": called.kind},
+            "resource": {"group": called.group, "version": called.version, "resource": called.resource},
             "subResource": info.subresource,
             "requestKind": {"group": def.group, "version": def.version, "kind": def.kind},
             "requestResource": {"group": def.group, "version": def.version, "resource": def.resource},
@@ -299,7 +382,25 @@ fn review(
     })
 }
 
+/// `obj` at `to`'s version: a custom resource through its CRD's conversion (`strategy: Webhook`
+/// calls the conversion webhook), a built-in as it is (each is served at one version here). A
+/// DELETE's missing object stays null.
+async fn versioned(state: &State, to: &ResourceDef, obj: &Value) -> Result<Value, ApiError> {
+    if obj.is_null() {
+        return Ok(Value::Null);
+    }
+    Ok(super::conversion::to_version(state, to, vec![obj.clone()])
+        .await?
+        .pop()
+        .unwrap_or(Value::Null))
+}
+
 /// Run admission for a write; returns the (possibly mutated) object.
+///
+/// Every webhook is called in turn. kube-apiserver calls the matching validating webhooks in
+/// parallel (`validating/dispatcher.go`) and reports the first failure to arrive; in turn, the
+/// first in [`hooks`] order is reported, so a scenario with one failing validating webhook is the
+/// same and one with several names the first by configuration name.
 ///
 /// # Errors
 /// The Status a failing-closed or denying webhook produces.
@@ -318,9 +419,9 @@ pub async fn admit(
         obj.clone()
     };
     for (i, Hook { hook, mutating }) in hooks(state).into_iter().enumerate() {
-        if !webhook_applies(state, &hook, def, op, info, &subject) {
+        let Some(called) = webhook_applies(state, &hook, def, op, info, &subject) else {
             continue;
-        }
+        };
         let name = hook["name"].as_str().unwrap_or("").to_string();
         let kind = if mutating { "admit" } else { "validating" };
         let side_effects = hook["sideEffects"].as_str().unwrap_or("Unknown");
@@ -332,12 +433,26 @@ pub async fn admit(
             )));
         }
         let fail_open = hook["failurePolicy"].as_str() == Some("Ignore");
+        // The dispatcher sends the object at the version the webhook was matched at
+        // (`VersionedAttribute`); a conversion that fails is an internal error whatever the
+        // failurePolicy, since the webhook was never called.
+        let converts = !same_resource(&called, def);
+        let mut versioned_obj = if converts {
+            versioned(state, &called, &obj).await?
+        } else {
+            obj.clone()
+        };
+        let versioned_old = match &old {
+            Some(o) if converts => Some(versioned(state, &called, o).await?),
+            o => o.clone(),
+        };
         let started = Instant::now();
         let rv = review(
+            &called,
             def,
             op,
-            &obj,
-            old.as_ref(),
+            &versioned_obj,
+            versioned_old.as_ref(),
             user,
             info,
             state.storage.store.revision() * 1000 + i as u64,
@@ -437,7 +552,18 @@ pub async fn admit(
                     let bytes = base64::engine::general_purpose::STANDARD.decode(patch).map_err(|e| {
                         ApiError::internal(&format!("failed calling webhook \"{name}\": received invalid webhook response: {e}"))
                     })?;
-                    super::patch::apply_patch(&mut obj, "application/json-patch+json", &bytes)?;
+                    super::patch::apply_patch(
+                        &mut versioned_obj,
+                        "application/json-patch+json",
+                        &bytes,
+                    )?;
+                    // The mutating dispatcher converts the patched object back to the request's
+                    // version before the next webhook and storage see it.
+                    obj = if converts {
+                        versioned(state, def, &versioned_obj).await?
+                    } else {
+                        versioned_obj
+                    };
                 }
             }
         }

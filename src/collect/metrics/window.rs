@@ -12,10 +12,11 @@
 use tokio::time::Instant;
 
 use super::scrape::{self, ScrapeLimits, Scraped};
-use crate::bundle::{Gap, GapReason, MetricTarget, MetricsSource};
+use crate::bundle::{EvidenceBundle, Gap, GapReason, MetricTarget, MetricsSource};
 use crate::collect::etcd::{self, Etcd};
 use crate::collect::fetch::FetchError;
-use crate::collect::{Fetcher, bounded, gap_for};
+use crate::collect::sources::{Contribution, FirstScrape, Run, SourceFuture};
+use crate::collect::{Fetcher, bounded, gap_for, wait_until};
 use crate::promtext::MetricFamily;
 
 /// One successful scrape.
@@ -189,4 +190,74 @@ pub fn finish(
         &mut out,
     );
     out
+}
+
+/// The targets these options scrape directly: the API server unless Prometheus replaces it, and
+/// etcd when `--etcd-metrics-url` is given.
+fn scrapes<'a>(run: &'a Run<'a>) -> Scrapes<'a> {
+    Scrapes {
+        fetcher: &run.fetcher,
+        apiserver: run.prometheus.is_none(),
+        etcd: run.etcd.as_ref(),
+        limits: run.opts.scrape_limits,
+    }
+}
+
+/// The `metrics/apiserver` entry, sent with stage one: the first round. With a window it is kept
+/// for the second round, which lands both; without one it lands now.
+pub(in crate::collect) fn first_scrape<'a>(run: &'a Run<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let round = scrapes(run).first(run.deadline).await;
+        run.leave_first_scrape(FirstScrape {
+            scraped: round.apiserver.is_some(),
+            apiserver_ok: round.apiserver_ok(),
+            refused: matches!(
+                &round.apiserver,
+                Some(Err(FetchError::Status {
+                    code: 401 | 403,
+                    ..
+                }))
+            ),
+        });
+        if run.opts.window.is_zero() {
+            // One scrape: it lands now.
+            return Ok(scraped(run, round, None));
+        }
+        run.leave_first_round(round);
+        Ok(Contribution::default())
+    })
+}
+
+/// The `metrics/apiserver/window` entry: the second round, `--window` after stage one ended (or
+/// at the deadline, whichever is first), and both rounds landed together.
+pub(in crate::collect) fn second_scrape<'a>(run: &'a Run<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let first = run.take_first_round();
+        if !first.any_ok() {
+            // No first scrape to compare with: the second one will not happen.
+            let mut c = scraped(run, first, None);
+            c.skipped = true;
+            return Ok(c);
+        }
+        let until = (Instant::now() + run.opts.window).min(run.deadline);
+        wait_until(run.progress, "second /metrics scrape", "--window", until).await;
+        let second = scrapes(run).second(&first, run.deadline).await;
+        Ok(scraped(run, first, Some(second)))
+    })
+}
+
+/// The metrics sources and gaps of the scrape rounds taken.
+fn scraped(run: &Run<'_>, first: Round, second: Option<Round>) -> Contribution {
+    let origins = Origins {
+        apiserver: format!("{}/metrics", run.server),
+        etcd: run.etcd.as_ref().map(Etcd::metrics_url),
+    };
+    let (sources, gaps) = finish(first, second, &origins);
+    Contribution {
+        evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
+            b.metrics.extend(sources)
+        })),
+        gaps,
+        ..Contribution::default()
+    }
 }

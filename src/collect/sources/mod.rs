@@ -1,8 +1,12 @@
 //! Every source of a live collection, in one table ([`SOURCES`]): what it fetches, when it can be
 //! sent (its [`Stage`]), whose answer it needs first, how the run's deadline bounds it, its progress
 //! label, and one shape for what it brings back ([`Contribution`]: evidence, gaps, probes). Adding
-//! a collector is adding its file (an async fetch and a pure transform into bundle types) and one
-//! entry here; the run (`super::run`) schedules and lands every entry the same way.
+//! a collector is adding its file and one entry here. The file holds the requests, a pure
+//! transform into bundle types, and the entry's fetch: a function visible in `collect` only
+//! (`pub(super)`, or `pub(in crate::collect)` a folder down) from the [`Run`] (and, from stage two
+//! on, what stage one [`Found`]) to a [`SourceFuture`] — `super::etcd::checks`,
+//! `super::backends::pods`, `super::metrics::window::first_scrape` are examples. The run
+//! (`super::run`) schedules and lands every entry the same way.
 //!
 //! The table is in landing order: contributions are applied to the bundle in this order whatever
 //! order the answers arrived in, so the bundle is the same from one run to the next. Stage one's
@@ -10,23 +14,29 @@
 //! at the end, metrics last, since the metrics window closes last. Within one landing, the evidence
 //! of every entry goes in first, then every entry's gaps, then every entry's probes.
 //!
-//! What this file does not own: the requests themselves (each source's file), the timing of the
-//! stages and the decision that a cluster is unreachable or refused everything (`super::run`).
+//! What a later source needs from an earlier one (stage two's Services for stage three, the Pods
+//! for their logs, the first scrape for the second and for the access verdicts) is handed over
+//! through the [`Run`]'s `leave_*` / `found_*` methods, so a source's file never sees another's.
+//!
+//! What this file does not own: the fetches and the requests themselves (each source's file), the
+//! timing of the stages and the decision that a cluster is unreachable or refused everything
+//! (`super::run`).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::future::BoxFuture;
-
-mod fetches;
 use tokio::time::Instant;
 
-use super::backends::{Backends, PodsBehind};
+use super::backends::{self, Backends, PodsBehind};
 use super::etcd::{self, Etcd};
-use super::metrics::prometheus::Prometheus;
-use super::metrics::window::{Round, Scrapes};
+use super::metrics::prometheus::{self, Prometheus};
+use super::metrics::window::{self, Round};
 use super::refs::References;
-use super::{CollectOptions, FetchError, Fetcher, Progress, flowcontrol, health, objects, rbac};
+use super::{
+    CollectOptions, FetchError, Fetcher, Progress, discovery, flowcontrol, health, logs, objects,
+    rbac, tls,
+};
 use crate::bundle::{EvidenceBundle, Gap, Probe};
 
 /// Evidence a source adds to the bundle (objects, checks, certificates, metrics, findings); it may
@@ -195,6 +205,8 @@ pub static SOURCES: &[Source] = &[
     ),
     reads!("health/readyz", "/readyz", health::fetch_readyz),
     reads!("health/livez", "/livez", health::fetch_livez),
+    // etcd is two entries under one id, one per option: without `--etcd-metrics-url` the gaps
+    // say what was not looked at and how to look (not judged is not healthy), with no step.
     Source {
         id: etcd::GAP_HEALTH,
         what: None,
@@ -202,7 +214,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Objects(fetches::etcd_not_supplied),
+        stage: Stage::Objects(etcd::not_supplied),
     },
     Source {
         id: etcd::GAP_HEALTH,
@@ -211,7 +223,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Objects(fetches::etcd_checks),
+        stage: Stage::Objects(etcd::checks),
     },
     Source {
         id: "probes/discovery",
@@ -220,7 +232,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::ApiServer,
         deadline: Deadline::Own,
-        stage: Stage::Referenced(fetches::discovery_probes),
+        stage: Stage::Referenced(discovery::probes),
     },
     Source {
         id: "probes/admission",
@@ -229,7 +241,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::ApiServer,
         deadline: Deadline::Own,
-        stage: Stage::Referenced(fetches::admission_probes),
+        stage: Stage::Referenced(discovery::admission_probes),
     },
     Source {
         id: "objects/backends",
@@ -238,7 +250,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::ApiServer,
         deadline: Deadline::Whole,
-        stage: Stage::Referenced(fetches::backend_objects),
+        stage: Stage::Referenced(backends::services),
     },
     Source {
         id: "objects/pods",
@@ -247,8 +259,10 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::ApiServer,
         deadline: Deadline::Whole,
-        stage: Stage::Behind(fetches::pods),
+        stage: Stage::Behind(backends::pods),
     },
+    // The logs of the Pods `objects/pods` found (their Services' selectors): it waits for that
+    // entry alone, not for the handshakes of its stage.
     Source {
         id: "logs",
         what: None,
@@ -256,7 +270,7 @@ pub static SOURCES: &[Source] = &[
         after: Some("objects/pods"),
         asks: Asks::ApiServer,
         deadline: Deadline::Own,
-        stage: Stage::Behind(fetches::pod_logs),
+        stage: Stage::Behind(logs::pod_logs),
     },
     Source {
         id: "certificates",
@@ -265,7 +279,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Behind(fetches::handshakes),
+        stage: Stage::Behind(tls::handshakes),
     },
     Source {
         id: "metrics/prometheus",
@@ -274,7 +288,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Metrics(fetches::prometheus),
+        stage: Stage::Metrics(prometheus::metrics),
     },
     Source {
         id: "metrics/apiserver",
@@ -283,7 +297,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Metrics(fetches::first_scrape),
+        stage: Stage::Metrics(window::first_scrape),
     },
     Source {
         id: "metrics/apiserver/window",
@@ -292,7 +306,7 @@ pub static SOURCES: &[Source] = &[
         after: None,
         asks: Asks::Other,
         deadline: Deadline::Own,
-        stage: Stage::Window(fetches::second_scrape),
+        stage: Stage::Window(window::second_scrape),
     },
 ];
 
@@ -388,13 +402,52 @@ impl<'a> Run<'a> {
         self.prometheus_brought.load(Ordering::Relaxed)
     }
 
-    fn scrapes(&self) -> Scrapes<'_> {
-        Scrapes {
-            fetcher: &self.fetcher,
-            apiserver: self.prometheus.is_none(),
-            etcd: self.etcd.as_ref(),
-            limits: self.opts.scrape_limits,
+    /// Stage two leaves the Services it found for stage three (selectors, addresses); the bundle
+    /// gets them when stage two lands, after stage three has run.
+    pub(super) fn leave_backends(&self, found: Arc<Backends>) {
+        let _ = self.backends.set(found);
+    }
+
+    /// Stage two's Services (none when it failed).
+    pub(super) fn found_backends(&self) -> Arc<Backends> {
+        self.backends.get().cloned().unwrap_or_default()
+    }
+
+    /// The Pods stage three found, for the logs that wait for them.
+    pub(super) fn leave_pods(&self, pods: Arc<PodsBehind>) {
+        let _ = self.pods.set(pods);
+    }
+
+    /// The Pods found behind the Services; `None` when their read failed (its gap is recorded).
+    pub(super) fn found_pods(&self) -> Option<&Arc<PodsBehind>> {
+        self.pods.get()
+    }
+
+    /// What the first scrape said about the API server, read by the access verdicts as soon as
+    /// stage one is in.
+    pub(super) fn leave_first_scrape(&self, said: FirstScrape) {
+        let _ = self.first_scrape.set(said);
+    }
+
+    /// The first round of scrapes, kept for the second to compare with.
+    pub(super) fn leave_first_round(&self, round: Round) {
+        if let Ok(mut first) = self.first_round.lock() {
+            *first = Some(round);
         }
+    }
+
+    /// The first round of scrapes, taken by the second (empty when none was kept).
+    pub(super) fn take_first_round(&self) -> Round {
+        self.first_round
+            .lock()
+            .ok()
+            .and_then(|mut f| f.take())
+            .unwrap_or_default()
+    }
+
+    /// Prometheus brought metrics, in place of the API server's scrape.
+    pub(super) fn leave_prometheus_brought(&self, brought: bool) {
+        self.prometheus_brought.store(brought, Ordering::Relaxed);
     }
 }
 

@@ -27,3 +27,31 @@ pub mod verify;
 
 pub use handshake::{Handshakes, TlsTarget, capture_all, capture_chain, targets};
 pub use verify::verify_served_chains;
+
+use super::sources::{Contribution, Found, Run, SourceFuture};
+use crate::bundle::EvidenceBundle;
+
+/// The `certificates` entry (stage three): the handshake with every backend stage one named, at
+/// the address stage two's Service and endpoints give (or `--backend-address`).
+pub(super) fn handshakes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let targets = targets(
+            found.bundle,
+            &run.found_backends(),
+            &run.opts.backend_addresses,
+        );
+        let Handshakes {
+            certs,
+            gaps,
+            probes,
+        } = capture_all(targets, run.opts.request_timeout, run.deadline).await;
+        Ok(Contribution {
+            evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
+                b.certificates.extend(certs)
+            })),
+            gaps,
+            probes,
+            ..Contribution::default()
+        })
+    })
+}

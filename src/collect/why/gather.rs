@@ -337,6 +337,20 @@ pub(super) async fn gather(
         };
         let operation = target.method.operation().unwrap_or("CREATE");
         let subresource = r.subresource.clone().unwrap_or_default();
+        // What matchPolicy Equivalent may convert to: a custom resource's served versions (its
+        // CRD registers each with the API server's EquivalentResourceRegistry). Which versions
+        // serve a subresource, and which built-ins share storage, the bundle does not say.
+        let equivalents: Option<Vec<(String, String)>> = scratch
+            .crds
+            .last()
+            .filter(|_| serving == Serving::CustomResource && subresource.is_empty())
+            .map(|c| {
+                c.versions
+                    .iter()
+                    .filter(|v| v.served)
+                    .map(|v| (c.group.clone(), v.name.clone()))
+                    .collect()
+            });
         let attrs = AdmissionRequest {
             operation,
             group: &r.group,
@@ -346,6 +360,7 @@ pub(super) async fn gather(
             namespace: r.namespace.as_deref(),
             namespace_labels: labels.as_ref(),
             object_labels: write.object_labels,
+            equivalents: equivalents.as_deref(),
         };
         for w in &all.webhooks {
             let m = match_webhook(w, &attrs);

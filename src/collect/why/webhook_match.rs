@@ -3,7 +3,10 @@
 //! then the namespace selector (against the namespace's labels) and the object selector (against
 //! the object's labels). `matchConditions` are CEL that only the API server evaluates: a webhook
 //! that has them is reported as called "unless its matchConditions exclude the request".
-//! Pure: the caller fetches the configurations and the namespace.
+//! `matchPolicy: Equivalent` (the v1 default) also calls a webhook whose rule names the same
+//! resource at another group/version the API server serves it at (a CRD's other served versions):
+//! the caller passes those it knows; where it knows none (built-ins), a webhook reached only that
+//! way is `Unknown`. Pure: the caller fetches the configurations, the namespace and the CRD.
 //!
 //! The reference server decides which webhooks it calls with its own copy (`refserver/admission.rs`),
 //! kept apart on purpose: it is the oracle `why` is tested against, and a shared model would agree
@@ -14,7 +17,7 @@ use std::collections::BTreeMap;
 
 use super::flow_match::has_or_star;
 pub use crate::bundle::trace::{Decision, WebhookMatch};
-use crate::bundle::{LabelSelector, MatchPolicy, Webhook};
+use crate::bundle::{LabelSelector, MatchPolicy, Webhook, WebhookRule};
 
 /// What admission sees of a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +38,11 @@ pub struct AdmissionRequest<'a> {
     pub namespace_labels: Option<&'a BTreeMap<String, String>>,
     /// The object's labels.
     pub object_labels: &'a BTreeMap<String, String>,
+    /// The `(group, version)`s at which the API server serves the same resource (and
+    /// subresource), in the order it registered them — its `EquivalentResourceRegistry`; the
+    /// request's own may be among them. `None` when they are not known (a built-in resource: the
+    /// registry is not visible from outside the server).
+    pub equivalents: Option<&'a [(String, String)]>,
 }
 
 fn split_resource(r: &str) -> (&str, &str) {
@@ -62,47 +70,97 @@ fn is_namespace(a: &AdmissionRequest<'_>) -> bool {
     a.group.is_empty() && a.resource == "namespaces"
 }
 
-/// Which rule of a webhook covers the write (operation, group, version, resource, scope), if any.
-fn rule_matches(w: &Webhook, a: &AdmissionRequest<'_>) -> Option<String> {
-    let equivalent = w.match_policy != MatchPolicy::Exact;
+/// How a rule covers a write.
+enum Covered {
+    /// The rule names the request's group/version, or an equivalent one: why, in words.
+    Yes(String),
+    /// Only through an equivalent group/version of the same resource, and which ones the server
+    /// serves is not known: why not decided, in words.
+    Perhaps(String),
+}
+
+/// Whether rule `r` covers write `a` reaching the resource at `at` (group, version), or at any
+/// group/version for `None` (rules.go `Matcher.Matches`: operation, group, version, resource with
+/// `splitResource`, scope).
+fn covers(r: &WebhookRule, a: &AdmissionRequest<'_>, at: Option<(&str, &str)>) -> bool {
+    let ops: Vec<&str> = r.operations.iter().map(String::as_str).collect();
+    let groups: Vec<&str> = r.api_groups.iter().map(String::as_str).collect();
+    let versions: Vec<&str> = r.api_versions.iter().map(String::as_str).collect();
+    let resource = r.resources.iter().any(|res| {
+        let (res, sub) = split_resource(res);
+        (res == "*" || res == a.resource) && (sub == "*" || sub == a.subresource)
+    });
+    // rules.go `Matcher.scope`: a Namespace (core `namespaces`, not a custom resource of that
+    // name) is cluster-scoped although the request carries its name as the namespace.
+    let scope = match r.scope.as_deref() {
+        Some("Cluster") => a.namespace.is_none() || is_namespace(a),
+        Some("Namespaced") => a.namespace.is_some() && !is_namespace(a),
+        _ => true,
+    };
+    has_or_star(&ops, a.operation)
+        && at.is_none_or(|(g, v)| has_or_star(&groups, g) && has_or_star(&versions, v))
+        && resource
+        && scope
+}
+
+fn resource_text(a: &AdmissionRequest<'_>) -> String {
+    if a.group.is_empty() {
+        a.resource.to_string()
+    } else {
+        format!("{}.{}", a.resource, a.group)
+    }
+}
+
+/// Which rule of a webhook covers the write, if any — the two rule loops of the dispatcher's
+/// `ShouldCallHook` (generic/webhook.go): first every rule against the request's own resource;
+/// then, with `matchPolicy: Equivalent` only, every rule in order against each equivalent resource
+/// in registration order ("honor earlier rules first"), the API server then calling the webhook
+/// with the object converted to that version.
+fn rule_matches(w: &Webhook, a: &AdmissionRequest<'_>) -> Option<Covered> {
+    if let Some(i) = w
+        .rules
+        .iter()
+        .position(|r| covers(r, a, Some((a.group, a.version))))
+    {
+        return Some(Covered::Yes(format!(
+            "rule {} covers {} {}",
+            i + 1,
+            a.operation,
+            resource_text(a)
+        )));
+    }
+    if w.match_policy == MatchPolicy::Exact {
+        return None;
+    }
+    let Some(equivalents) = a.equivalents else {
+        // Any group/version would do for this resource: whether the server serves it there too
+        // decides, and that is not known here.
+        let i = w.rules.iter().position(|r| covers(r, a, None))?;
+        return Some(Covered::Perhaps(format!(
+            "rule {} names {} {} only at another group/version; with matchPolicy Equivalent the API server calls it if it serves the same resource there, which is not known here",
+            i + 1,
+            a.operation,
+            a.resource
+        )));
+    };
     w.rules.iter().enumerate().find_map(|(i, r)| {
-        let ops: Vec<&str> = r.operations.iter().map(String::as_str).collect();
-        let groups: Vec<&str> = r.api_groups.iter().map(String::as_str).collect();
-        let versions: Vec<&str> = r.api_versions.iter().map(String::as_str).collect();
-        let op = has_or_star(&ops, a.operation);
-        let group = has_or_star(&groups, a.group);
-        // With matchPolicy Equivalent the API server converts the request to a version the rule
-        // names when that version serves the same resource; for one group that is the rule here.
-        let version = has_or_star(&versions, a.version) || equivalent;
-        let resource = r.resources.iter().any(|res| {
-            let (res, sub) = split_resource(res);
-            (res == "*" || res == a.resource) && (sub == "*" || sub == a.subresource)
-        });
-        // rules.go `Matcher.scope`: a Namespace (core `namespaces`, not a custom resource of that
-        // name) is cluster-scoped although the request carries its name as the namespace.
-        let scope = match r.scope.as_deref() {
-            Some("Cluster") => a.namespace.is_none() || is_namespace(a),
-            Some("Namespaced") => a.namespace.is_some() && !is_namespace(a),
-            _ => true,
-        };
-        (op && group && version && resource && scope).then(|| {
-            let exact = has_or_star(&versions, a.version);
-            format!(
-                "rule {} covers {} {}{}",
-                i + 1,
-                a.operation,
-                if a.group.is_empty() {
-                    a.resource.to_string()
-                } else {
-                    format!("{}.{}", a.resource, a.group)
-                },
-                if exact {
-                    String::new()
-                } else {
-                    " (an equivalent version, matchPolicy Equivalent)".into()
-                }
-            )
-        })
+        equivalents
+            .iter()
+            .filter(|(g, v)| (g.as_str(), v.as_str()) != (a.group, a.version))
+            .find(|(g, v)| covers(r, a, Some((g, v))))
+            .map(|(g, v)| {
+                Covered::Yes(format!(
+                    "rule {} covers {} {} as {}, an equivalent version (matchPolicy Equivalent)",
+                    i + 1,
+                    a.operation,
+                    resource_text(a),
+                    if g.is_empty() {
+                        v.clone()
+                    } else {
+                        format!("{g}/{v}")
+                    }
+                ))
+            })
     })
 }
 
@@ -115,7 +173,7 @@ pub fn match_webhook(w: &Webhook, a: &AdmissionRequest<'_>) -> WebhookMatch {
         decision,
         reason,
     };
-    let Some(rule) = rule_matches(w, a) else {
+    let Some(covered) = rule_matches(w, a) else {
         return out(
             Decision::NotInRules,
             format!(
@@ -128,6 +186,10 @@ pub fn match_webhook(w: &Webhook, a: &AdmissionRequest<'_>) -> WebhookMatch {
                 }
             ),
         );
+    };
+    let (rule, perhaps) = match covered {
+        Covered::Yes(why) => (why, false),
+        Covered::Perhaps(why) => (why, true),
     };
     let mut why = vec![rule];
     // The namespace selector applies to namespaced objects and to Namespace objects themselves
@@ -192,6 +254,9 @@ pub fn match_webhook(w: &Webhook, a: &AdmissionRequest<'_>) -> WebhookMatch {
             w.match_conditions
         ));
     }
+    if perhaps {
+        return out(Decision::Unknown, why.join("; "));
+    }
     out(Decision::Called, why.join("; "))
 }
 
@@ -213,7 +278,7 @@ pub fn exempt_from_webhooks(group: &str, resource: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::{LabelSelectorRequirement, WebhookKind, WebhookRule};
+    use crate::bundle::{LabelSelectorRequirement, WebhookKind};
 
     fn webhook() -> Webhook {
         Webhook {
@@ -250,6 +315,7 @@ mod tests {
             namespace: Some("wh-guarded"),
             namespace_labels: Some(&guarded),
             object_labels: &none,
+            equivalents: None,
         };
         let m = match_webhook(&webhook(), &a);
         assert_eq!(m.decision, Decision::Called, "{}", m.reason);
@@ -330,6 +396,7 @@ mod tests {
             namespace: Some("a"),
             namespace_labels: Some(&none),
             object_labels: &none,
+            equivalents: None,
         };
         assert_eq!(match_webhook(&w, &a).decision, Decision::Called);
         // `pods/*` also matches pods itself: the API server's matcher takes `*` for any
@@ -369,6 +436,39 @@ mod tests {
             .decision,
             Decision::NotInRules
         );
+        // Equivalent (the default): the CRD's other served version is called as that version; with
+        // nothing known about the server's versions (a built-in), the answer is not decided.
+        w.match_policy = MatchPolicy::Equivalent;
+        let v2 = AdmissionRequest {
+            subresource: "",
+            version: "v2",
+            ..a.clone()
+        };
+        let m = match_webhook(&w, &v2);
+        assert_eq!(m.decision, Decision::Unknown, "{}", m.reason);
+        assert!(m.reason.contains("not known here"), "{}", m.reason);
+        let served = [("".to_string(), "v2".to_string()), ("".into(), "v1".into())];
+        let m = match_webhook(
+            &w,
+            &AdmissionRequest {
+                equivalents: Some(&served),
+                ..v2.clone()
+            },
+        );
+        assert_eq!(m.decision, Decision::Called, "{}", m.reason);
+        assert!(
+            m.reason.contains("as v1, an equivalent version"),
+            "{}",
+            m.reason
+        );
+        let m = match_webhook(
+            &w,
+            &AdmissionRequest {
+                equivalents: Some(&served[..1]),
+                ..v2.clone()
+            },
+        );
+        assert_eq!(m.decision, Decision::NotInRules, "{}", m.reason);
         assert!(exempt_from_webhooks(
             "admissionregistration.k8s.io",
             "validatingwebhookconfigurations"

@@ -36,8 +36,9 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use crate::bundle::metrics::default_selection;
-use crate::bundle::{Gap, GapReason, MetricTarget, MetricsSource, Window};
+use crate::bundle::{EvidenceBundle, Gap, GapReason, MetricTarget, MetricsSource, Window};
 use crate::collect::fetch::{FetchError, urlencode};
+use crate::collect::sources::{Contribution, Run, SourceFuture};
 use crate::collect::url_client::{ClientFiles, SetupError, UrlClient, split_url};
 use crate::collect::{bounded, gap_for};
 use promql::{FamilyPlan, Metadata, Sample, Selector};
@@ -358,4 +359,24 @@ impl Prometheus {
         gaps.sort_by(|a, b| a.source.cmp(&b.source));
         (sources, gaps)
     }
+}
+
+/// The `metrics/prometheus` entry (`--prometheus`), sent with stage one and landed last. It reads
+/// etcd's families too unless etcd is scraped directly (`--etcd-metrics-url`).
+pub(in crate::collect) fn metrics<'a>(run: &'a Run<'a>) -> SourceFuture<'a> {
+    Box::pin(async move {
+        let Some(p) = &run.prometheus else {
+            return Ok(Contribution::default());
+        };
+        let (sources, gaps) = p.collect(run.etcd.is_none(), run.deadline).await;
+        // In place of the API server's scrape, for the run's verdict on access.
+        run.leave_prometheus_brought(!sources.is_empty());
+        Ok(Contribution {
+            evidence: Some(Box::new(move |b: &mut EvidenceBundle| {
+                b.metrics.extend(sources)
+            })),
+            gaps,
+            ..Contribution::default()
+        })
+    })
 }

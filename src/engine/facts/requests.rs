@@ -11,7 +11,7 @@ use super::value::Fact;
 
 use super::value::{Obj, int_map, list, string_map, strings};
 use crate::bundle::observations::Component;
-use crate::bundle::probes::{ClientTool, ProbeKind, WatchEnd};
+use crate::bundle::probes::{ClientTool, ProbeKind, WatchEnd, WatchOutcome};
 use crate::bundle::{LogFinding, ObjectRef, Probe};
 use crate::engine::subjects::request_gvr;
 
@@ -37,6 +37,15 @@ fn watch_end(e: WatchEnd) -> &'static str {
 
 /// `target` sub-fact: the object a request or log line concerns.
 pub fn ref_fact(r: Option<&ObjectRef>) -> Fact {
+    // Most log findings and many requests concern no known object: they share one fact.
+    static ABSENT: std::sync::OnceLock<Fact> = std::sync::OnceLock::new();
+    match r {
+        None => ABSENT.get_or_init(|| build_ref_fact(None)).clone(),
+        Some(_) => build_ref_fact(r),
+    }
+}
+
+fn build_ref_fact(r: Option<&ObjectRef>) -> Fact {
     Obj::new()
         .b("present", r.is_some())
         .s("kind", r.map_or("", |r| r.kind.as_str()))
@@ -157,41 +166,7 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
     let body = first(probes, |p| p.body.clone()).unwrap_or_default();
     let mut files: Vec<String> = probes.iter().flat_map(|p| p.origin.files.clone()).collect();
     files.dedup();
-    let watch_fact = Obj::new()
-        .b("present", watch.is_some())
-        .i("events", watch.map_or(0, |w| w.events as i64))
-        .i("bookmarks", watch.map_or(0, |w| w.bookmarks as i64))
-        .s("end", watch.map_or("", |w| watch_end(w.end)))
-        .s(
-            "end_detail",
-            watch.and_then(|w| w.end_detail.clone()).unwrap_or_default(),
-        )
-        .i(
-            "error_code",
-            watch
-                .and_then(|w| w.error_event.as_ref())
-                .and_then(|e| e.code)
-                .map_or(0, i64::from),
-        )
-        .s(
-            "error_reason",
-            watch
-                .and_then(|w| w.error_event.as_ref())
-                .map(|e| e.reason.clone())
-                .unwrap_or_default(),
-        )
-        .s(
-            "error_message",
-            watch
-                .and_then(|w| w.error_event.as_ref())
-                .map(|e| e.message.clone())
-                .unwrap_or_default(),
-        )
-        .f(
-            "duration_seconds",
-            watch.and_then(|w| w.duration_seconds).unwrap_or(0.0),
-        )
-        .build();
+    let watch_fact = watch_fact(watch);
     let from = if probes.iter().any(|p| p.origin.kind == ProbeKind::Probe) {
         "probe"
     } else {
@@ -302,6 +277,53 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
             "discovery_group_version",
             first(probes, |p| p.discovery_group_version.clone())
                 .unwrap_or_else(|| discovery_group_version(&body)),
+        )
+        .build()
+}
+
+/// `request.watch`. Most requests are not watches: they share one fact.
+fn watch_fact(watch: Option<&WatchOutcome>) -> Fact {
+    static ABSENT: std::sync::OnceLock<Fact> = std::sync::OnceLock::new();
+    match watch {
+        None => ABSENT.get_or_init(|| build_watch_fact(None)).clone(),
+        Some(_) => build_watch_fact(watch),
+    }
+}
+
+fn build_watch_fact(watch: Option<&WatchOutcome>) -> Fact {
+    Obj::new()
+        .b("present", watch.is_some())
+        .i("events", watch.map_or(0, |w| w.events as i64))
+        .i("bookmarks", watch.map_or(0, |w| w.bookmarks as i64))
+        .s("end", watch.map_or("", |w| watch_end(w.end)))
+        .s(
+            "end_detail",
+            watch.and_then(|w| w.end_detail.clone()).unwrap_or_default(),
+        )
+        .i(
+            "error_code",
+            watch
+                .and_then(|w| w.error_event.as_ref())
+                .and_then(|e| e.code)
+                .map_or(0, i64::from),
+        )
+        .s(
+            "error_reason",
+            watch
+                .and_then(|w| w.error_event.as_ref())
+                .map(|e| e.reason.clone())
+                .unwrap_or_default(),
+        )
+        .s(
+            "error_message",
+            watch
+                .and_then(|w| w.error_event.as_ref())
+                .map(|e| e.message.clone())
+                .unwrap_or_default(),
+        )
+        .f(
+            "duration_seconds",
+            watch.and_then(|w| w.duration_seconds).unwrap_or(0.0),
         )
         .build()
 }

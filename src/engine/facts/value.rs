@@ -116,7 +116,15 @@ fn field(k: &'static str) -> CelMapKey<'static> {
 
 /// A list fact.
 pub fn list<I: IntoIterator<Item = Fact>>(items: I) -> Fact {
+    // Most of a fact's lists are empty (a request's causes, texts, admitting webhooks): they share
+    // one container.
+    static EMPTY: std::sync::OnceLock<Fact> = std::sync::OnceLock::new();
     let items: Vec<Box<dyn Val>> = items.into_iter().map(|f| f.0).collect();
+    if items.is_empty() {
+        return EMPTY
+            .get_or_init(|| Fact(Box::new(Shared::new(CelList::from(Vec::new())))))
+            .clone();
+    }
     Fact(Box::new(Shared::new(CelList::from(items))))
 }
 

@@ -10,7 +10,9 @@
 //! smallest size (1.0 = linear), `analyze` over the baseline, and peak RSS.
 //!
 //! Run: `cargo bench --bench analyze_scale` (release). `EXTPATH_BENCH_SIZES=1000,10000` picks the
-//! sizes; `EXTPATH_BENCH_RUNS=N` the runs per size (default 3; 1 above 20k APIServices).
+//! sizes; `EXTPATH_BENCH_RUNS=N` the runs per size (default 3; 1 above 20k APIServices);
+//! `EXTPATH_BENCH_WRITE=DIR` also writes each size's bundle to `DIR/bundle-N.json`, for timing the
+//! command line on it.
 
 #[path = "support/scale_bundle.rs"]
 mod scale_bundle;
@@ -40,6 +42,11 @@ fn child(n: usize) {
     let back: EvidenceBundle = serde_json::from_str(&json).expect("and parses back");
     let baseline = t.elapsed();
     let json_mb = json.len() as f64 / 1e6;
+    // To measure the command line on the same bundle: `kubectl-extpath analyze <dir>/bundle-N.json`.
+    if let Ok(dir) = std::env::var("EXTPATH_BENCH_WRITE") {
+        let path = std::path::Path::new(&dir).join(format!("bundle-{n}.json"));
+        std::fs::write(&path, &json).expect("the bundle is written");
+    }
     drop(back);
     drop(json);
     let rules = RuleSet::bundled();

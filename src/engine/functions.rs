@@ -11,10 +11,12 @@
 use std::sync::Arc;
 
 use cel::common::types::{CelBool, CelString};
+use cel::common::value::CowVal;
+use cel::extractors::IntoResolveResult;
 use cel::objects::Key;
 use cel::{Context, Env, ExecutionError, Value};
 
-use super::facts::value::{ValueObj as Obj, number_text, value_list as list};
+use super::facts::value::{Fact, Obj, list, number_text, string_map};
 use super::metrics_query::{
     CounterAnswer, GaugeAnswer, HistogramAnswer, LabelMatch, MetricsIndex, label_match,
     parse_target,
@@ -169,7 +171,7 @@ fn number_arg(function: &str, v: &Value) -> Result<f64, ExecutionError> {
 }
 
 /// The answer of `counter(…)` as a CEL map.
-pub fn counter_value(a: &CounterAnswer) -> Value {
+pub fn counter_value(a: &CounterAnswer) -> Fact {
     Obj::new()
         .b("present", a.present)
         .b("windowed", a.windowed)
@@ -182,7 +184,7 @@ pub fn counter_value(a: &CounterAnswer) -> Value {
 }
 
 /// The answer of `gauge(…)` as a CEL map.
-pub fn gauge_value(a: &GaugeAnswer) -> Value {
+pub fn gauge_value(a: &GaugeAnswer) -> Fact {
     Obj::new()
         .b("present", a.present)
         .i("series", a.series as i64)
@@ -193,7 +195,7 @@ pub fn gauge_value(a: &GaugeAnswer) -> Value {
 }
 
 /// The answer of `quantile(…)` / `above(…)` as a CEL map.
-pub fn histogram_value(a: &HistogramAnswer) -> Value {
+pub fn histogram_value(a: &HistogramAnswer) -> Fact {
     Obj::new()
         .b("present", a.present)
         .b("windowed", a.windowed)
@@ -241,51 +243,59 @@ pub fn human_bytes(b: f64) -> String {
     format!("{} {}", number_text(v), units[i])
 }
 
+/// A metrics function's answer, built as a fact: the interpreter takes it as it is, where a
+/// `cel::Value` would be built and then converted on every call (rules call these functions for
+/// each of thousands of subjects).
+struct Answer(Result<Fact, ExecutionError>);
+
+impl<'c, 'call> IntoResolveResult<'c, 'call> for Answer {
+    fn into_resolve_result(self) -> Result<CowVal<'c, 'call>, ExecutionError> {
+        self.0.map(|f| CowVal::Owned(f.into_val()))
+    }
+}
+
 /// Add the library to a root context, querying `metrics`.
 ///
 /// # Panics
 /// Never: the names do not clash with standard overloads (checked by a test).
 pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
     let m = metrics.clone();
-    ctx.add_function(
-        "counter",
-        move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
-            let name = "counter";
-            let query = QueryArgs::read(name, &t, &f, &s)?;
-            let a = m.counter(query.target, &query.families, &query.selector);
-            Ok(counter_value(&a))
-        },
-    )
+    ctx.add_function("counter", move |t: Value, f: Value, s: Value| -> Answer {
+        Answer(
+            QueryArgs::read("counter", &t, &f, &s).map(|query| {
+                counter_value(&m.counter(query.target, &query.families, &query.selector))
+            }),
+        )
+    })
     .expect("counter is not a standard overload");
     let m = metrics.clone();
-    ctx.add_function(
-        "gauge",
-        move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
-            let name = "gauge";
-            let query = QueryArgs::read(name, &t, &f, &s)?;
-            let a = m.gauge(query.target, &query.families, &query.selector);
-            Ok(gauge_value(&a))
-        },
-    )
+    ctx.add_function("gauge", move |t: Value, f: Value, s: Value| -> Answer {
+        Answer(
+            QueryArgs::read("gauge", &t, &f, &s)
+                .map(|query| gauge_value(&m.gauge(query.target, &query.families, &query.selector))),
+        )
+    })
     .expect("gauge is not a standard overload");
     for (fname, cumulative) in [("quantile", false), ("quantile_cumulative", true)] {
         let m = metrics.clone();
         ctx.add_function(
             fname,
-            move |t: Value, f: Value, s: Value, q: Value| -> Result<Value, ExecutionError> {
-                let q = number_arg(fname, &q)?;
-                if !(0.0..=1.0).contains(&q) {
-                    return Err(err(fname, format!("quantile {q} is outside 0..1")));
-                }
-                let query = QueryArgs::read(fname, &t, &f, &s)?;
-                let a = m.quantile(
-                    query.target,
-                    &query.families,
-                    &query.selector,
-                    q,
-                    cumulative,
-                );
-                Ok(histogram_value(&a))
+            move |t: Value, f: Value, s: Value, q: Value| -> Answer {
+                Answer((|| {
+                    let q = number_arg(fname, &q)?;
+                    if !(0.0..=1.0).contains(&q) {
+                        return Err(err(fname, format!("quantile {q} is outside 0..1")));
+                    }
+                    let query = QueryArgs::read(fname, &t, &f, &s)?;
+                    let a = m.quantile(
+                        query.target,
+                        &query.families,
+                        &query.selector,
+                        q,
+                        cumulative,
+                    );
+                    Ok(histogram_value(&a))
+                })())
             },
         )
         .expect("quantile is not a standard overload");
@@ -293,40 +303,35 @@ pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
     let m = metrics.clone();
     ctx.add_function(
         "above",
-        move |t: Value, f: Value, s: Value, x: Value| -> Result<Value, ExecutionError> {
-            let name = "above";
-            let query = QueryArgs::read(name, &t, &f, &s)?;
-            let a = m.above(
-                query.target,
-                &query.families,
-                &query.selector,
-                number_arg(name, &x)?,
-            );
-            Ok(histogram_value(&a))
+        move |t: Value, f: Value, s: Value, x: Value| -> Answer {
+            Answer((|| {
+                let name = "above";
+                let query = QueryArgs::read(name, &t, &f, &s)?;
+                let a = m.above(
+                    query.target,
+                    &query.families,
+                    &query.selector,
+                    number_arg(name, &x)?,
+                );
+                Ok(histogram_value(&a))
+            })())
         },
     )
     .expect("above is not a standard overload");
     let m = metrics;
-    ctx.add_function(
-        "series",
-        move |t: Value, f: Value, s: Value| -> Result<Value, ExecutionError> {
-            let name = "series";
-            let query = QueryArgs::read(name, &t, &f, &s)?;
+    ctx.add_function("series", move |t: Value, f: Value, s: Value| -> Answer {
+        Answer(QueryArgs::read("series", &t, &f, &s).map(|query| {
             let rows = m.series(query.target, &query.families, &query.selector);
-            Ok(list(rows.iter().map(|r| {
-                let mut labels = Obj::new();
-                for (k, v) in &r.labels {
-                    labels = labels.s(k, v.clone());
-                }
+            list(rows.iter().map(|r| {
                 Obj::new()
-                    .v("labels", labels.build())
+                    .v("labels", string_map(r.labels.iter().map(|(k, v)| (k, v))))
                     .f("value", r.value)
                     .f("increase", r.increase)
                     .f("rate", r.rate)
                     .build()
-            })))
-        },
-    )
+            }))
+        }))
+    })
     .expect("series is not a standard overload");
     ctx.add_function(
         "human_seconds",

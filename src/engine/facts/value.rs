@@ -17,7 +17,7 @@ use std::sync::Arc;
 use cel::Value;
 use cel::common::types::{CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelString};
 use cel::common::value::Val;
-use cel::objects::{Key, Map};
+use cel::objects::Key;
 
 use super::shared::Shared;
 
@@ -51,6 +51,10 @@ impl Fact {
     /// The value, to bind in a context (shared, not copied).
     pub fn to_val(&self) -> Box<dyn Val> {
         self.0.clone_as_boxed()
+    }
+    /// The value, to hand to the interpreter.
+    pub fn into_val(self) -> Box<dyn Val> {
+        self.0
     }
     /// The value itself.
     pub fn as_val(&self) -> &dyn Val {
@@ -158,60 +162,6 @@ pub fn float_map<'a>(items: impl IntoIterator<Item = (&'a str, f64)>) -> Fact {
         o = o.data(k, Box::new(CelDouble::from(v)));
     }
     o.build()
-}
-
-/// A map under construction as a `cel::Value`: the answers of the rule functions
-/// (`counter(…)`, `series(…)`), which the interpreter takes as `Value`s.
-#[derive(Debug, Default)]
-pub struct ValueObj(HashMap<Key, Value>);
-
-impl ValueObj {
-    /// An empty map.
-    pub fn new() -> Self {
-        ValueObj(HashMap::new())
-    }
-    /// Set a string.
-    pub fn s(mut self, k: &str, v: impl Into<String>) -> Self {
-        self.0.insert(
-            Key::String(Arc::new(k.to_string())),
-            Value::String(Arc::new(v.into())),
-        );
-        self
-    }
-    /// Set an int.
-    pub fn i(mut self, k: &str, v: i64) -> Self {
-        self.0
-            .insert(Key::String(Arc::new(k.to_string())), Value::Int(v));
-        self
-    }
-    /// Set a double.
-    pub fn f(mut self, k: &str, v: f64) -> Self {
-        self.0
-            .insert(Key::String(Arc::new(k.to_string())), Value::Float(v));
-        self
-    }
-    /// Set a bool.
-    pub fn b(mut self, k: &str, v: bool) -> Self {
-        self.0
-            .insert(Key::String(Arc::new(k.to_string())), Value::Bool(v));
-        self
-    }
-    /// Set any value.
-    pub fn v(mut self, k: &str, v: Value) -> Self {
-        self.0.insert(Key::String(Arc::new(k.to_string())), v);
-        self
-    }
-    /// The finished map.
-    pub fn build(self) -> Value {
-        Value::Map(Map {
-            map: Arc::new(self.0),
-        })
-    }
-}
-
-/// A list value.
-pub fn value_list<I: IntoIterator<Item = Value>>(items: I) -> Value {
-    Value::List(Arc::new(items.into_iter().collect()))
 }
 
 /// A CEL value as JSON (for evidence in a Diagnosis). Maps become objects with sorted keys.

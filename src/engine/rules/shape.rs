@@ -116,21 +116,18 @@ fn function_result(name: &str) -> Option<Shape> {
             ..HistogramAnswer::default()
         }),
         "series" => {
-            let row = crate::engine::facts::value::ValueObj::new()
-                .v(
-                    "labels",
-                    crate::engine::facts::value::ValueObj::new().build(),
-                )
+            let row = crate::engine::facts::value::Obj::new()
+                .v("labels", crate::engine::facts::value::Obj::new().build())
                 .f("value", 0.0)
                 .f("increase", 0.0)
                 .f("rate", 0.0)
                 .build();
-            return Some(Shape::List(Rc::new(shape_of(&row, None))));
+            return Some(Shape::List(Rc::new(shape_of(&row.to_value(), None))));
         }
         "human_seconds" | "human_bytes" | "percent" => return Some(Shape::Scalar),
         _ => return None,
     };
-    Some(shape_of(&v, None))
+    Some(shape_of(&v.to_value(), None))
 }
 
 pub struct Walk<'a> {

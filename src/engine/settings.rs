@@ -140,8 +140,8 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "a request that succeeded in at least this long is slow: the layer that took the time is looked for",
     },
     SettingDef {
-        // At more than half, one layer took longer than all the others together, so naming it
-        // as the cause cannot be contradicted by another layer's share.
+        // At half or more of the latency, no other layer took longer than this one, so naming it
+        // as what slowed the request cannot be contradicted by another layer's share.
         name: "request_layer_share",
         default: 0.5,
         unit: "ratio",

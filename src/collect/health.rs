@@ -41,6 +41,8 @@ pub fn parse_verbose(endpoint: HealthEndpoint, status: u16, body: &str) -> Healt
             summary_ok = Some(false);
         }
     }
+    // The closing `… check passed|failed` line is the server's own verdict; the status code (500
+    // when a check fails) and the check lines only stand in when a capture cut it off.
     let ok = summary_ok.unwrap_or((200..300).contains(&status) && checks.iter().all(|c| c.ok));
     HealthCheck {
         endpoint,
@@ -72,6 +74,10 @@ fn fetch_health<'a>(
 ) -> EvidenceFuture<'a> {
     Box::pin(async move {
         let res = f.request(http::Method::GET, path, None).await?;
+        // Failing checks answer 500 with the report, which is evidence. 401/403 mean the report
+        // was not readable at all (every user may read /readyz and /livez through the default
+        // `system:public-info-viewer` binding, so a 403 says that binding was changed), and 404 a
+        // server without the endpoint: gaps, not health.
         if matches!(res.status, 401 | 403 | 404) {
             return Err(super::fetch::status_error(&res));
         }

@@ -32,6 +32,9 @@ pub const PODS_PER_SERVICE: usize = 3;
 /// Lines read from the end of each log.
 pub const TAIL_LINES: usize = 500;
 /// Bytes read at most per log.
+///
+/// `tailLines` counts lines, not bytes: a server that logs a whole object per line would make 500
+/// lines arbitrarily large, so `limitBytes` bounds the read too.
 const LIMIT_BYTES: usize = 1024 * 1024;
 const IN_FLIGHT: usize = 16;
 

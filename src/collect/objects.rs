@@ -21,6 +21,9 @@ pub fn decode_items<T: DeserializeOwned>(source: &str, items: Vec<Value>) -> (Ve
             .and_then(Value::as_str)
             .unwrap_or("?")
             .to_string();
+        // One object that does not decode (a field a newer server added with an odd type, a
+        // hand-edited object) must not hide the others: it becomes a gap naming it, so the
+        // verdicts say which subject could not be judged instead of judging none.
         match serde_json::from_value::<T>(item) {
             Ok(v) => ok.push(v),
             Err(e) => gaps.push(Gap::new(
@@ -90,6 +93,10 @@ pub fn version_of(v: &Value) -> Option<ServerVersion> {
         minor: s("minor"),
     })
 }
+
+// Stage one lists fixed v1 paths, unlike flowcontrol which discovers its version: apiregistration,
+// admissionregistration and apiextensions have all been v1 since 1.16 and lost v1beta1 by 1.22,
+// so every cluster extpath supports (1.24 on, DESIGN §5) serves exactly these.
 
 /// APIServices.
 pub fn fetch_api_services(f: &Fetcher) -> EvidenceFuture<'_> {

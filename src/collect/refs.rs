@@ -29,6 +29,8 @@ impl References {
     /// The references of a bundle's APIServices, webhooks and CRD conversion webhooks.
     pub fn of(bundle: &EvidenceBundle) -> Self {
         let mut r = References::default();
+        // A Local APIService (no `spec.service`) is served inside kube-apiserver: no Service,
+        // endpoints or certificate of its own to fetch.
         for a in &bundle.api_services {
             if let Some(s) = &a.service {
                 r.add(ObjectRef::cluster(Kind::ApiService, &a.name), s);

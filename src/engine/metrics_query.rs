@@ -196,6 +196,9 @@ fn increase_of(s: &MetricSeries) -> f64 {
     s.window.as_ref().map_or(0.0, |w| num(w.delta))
 }
 
+/// Summing bucket counts by `le` across series is how a quantile over several label sets is
+/// taken (PromQL's `histogram_quantile(q, sum by (le) (…))`); it is valid because every series of
+/// one family shares the bucket layout its release declares.
 fn merge_buckets(into: &mut Vec<Bucket>, add: &[Bucket]) {
     for b in add {
         match into.iter_mut().find(|x| x.le == b.le) {
@@ -431,6 +434,7 @@ impl MetricsIndex {
     ) -> HistogramAnswer {
         let (present, windowed, basis, buckets, sum) =
             self.merged_buckets(target, families, selector, cumulative);
+        // The `+Inf` bucket is the observation count of a Prometheus histogram.
         let count = buckets
             .iter()
             .find(|b| b.le.0.is_infinite())
@@ -441,6 +445,8 @@ impl MetricsIndex {
         let top = buckets.iter().rfind(|b| b.le.0.is_finite());
         let top_bucket = top.map_or(0.0, |b| b.le.0);
         // Prometheus answers the top finite bound when the rank is not reached below it.
+        // On 1.24 the webhook latency histogram tops out at 2.5 s (REFERENCE §3.9): a 10 s timeout
+        // reads as "2.5 s" unless the answer says the rank lies beyond the top bucket.
         let beyond_top_bucket = count > 0.0 && top.is_some_and(|b| b.count.0 < q * count);
         HistogramAnswer {
             present,

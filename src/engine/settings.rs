@@ -67,6 +67,9 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "a Fail webhook on a hot path with timeoutSeconds at or above this is a risk",
     },
     SettingDef {
+        // The same 1 s API call latency SLO as `request_slow_seconds`: a conversion call sits
+        // inside every read of a version other than the stored one (DESIGN §1), so at a p99 of
+        // 1 s it alone spends the budget of the request that needed it.
         name: "conversion_latency_warn_seconds",
         default: 1.0,
         unit: "seconds",
@@ -104,6 +107,8 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "etcd WAL fsync p99 at or above this is slow (etcd guidance: 10 ms)",
     },
     SettingDef {
+        // The same etcd guidance as for fsync: backend commit p99 under 25 ms. A commit writes
+        // applied entries into the bbolt file, so a slow disk shows here as well as in the WAL.
         name: "etcd_commit_p99_warn_seconds",
         default: 0.025,
         unit: "seconds",
@@ -119,6 +124,8 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "etcd database size at or above this fraction of its quota is a warning",
     },
     SettingDef {
+        // Queue wait comes before any work (APF is the outermost filter, DESIGN §1): at 1 s of
+        // wait a request has spent the whole API call latency SLO before its handler starts.
         name: "apf_wait_p99_warn_seconds",
         default: 1.0,
         unit: "seconds",
@@ -133,12 +140,18 @@ pub const SETTINGS: &[SettingDef] = &[
         help: "a request that succeeded in at least this long is slow: the layer that took the time is looked for",
     },
     SettingDef {
+        // At half or more of the latency, no other layer took longer than this one, so naming it
+        // as what slowed the request cannot be contradicted by another layer's share.
         name: "request_layer_share",
         default: 0.5,
         unit: "ratio",
         help: "a layer whose time is at least this share of a slow request's latency is named as what slowed it",
     },
     SettingDef {
+        // A read served from the watch cache waits for the cache to reach the requested
+        // resourceVersion, but only for `blockTimeout` (3 s, cacher/watch_cache.go); then the
+        // client gets a Timeout ("Too large resource version") with a retry-after. A p99 of 1 s is
+        // a third of the way to those errors.
         name: "watch_cache_wait_p99_warn_seconds",
         default: 1.0,
         unit: "seconds",

@@ -317,6 +317,8 @@ pub fn is_failing(p: &Probe) -> bool {
         .keys()
         .any(|k| k.parse::<u16>().is_ok_and(|s| s >= 400));
     let bad_exit = p.exit_code.is_some_and(|c| c != 0);
+    // A watch that simply ended is not a failure (the server closes watches at its own timeout);
+    // an ERROR event (410 Expired), a broken stream or a client that gave up on a silent one is.
     let bad_watch = p.watch.as_ref().is_some_and(|w| {
         w.error_event.is_some()
             || matches!(
@@ -340,6 +342,9 @@ fn wants_subject(p: &Probe) -> bool {
             || (p.origin.kind == ProbeKind::ClientOutput && p.watch.is_some()))
 }
 
+/// The query is left out so that kubectl's `?limit=500`, a curl without it and a trace with
+/// `?timeout=32s` of one request are one subject; a watch is kept apart from a GET of the same
+/// path, since it fails differently (410, terminated streams).
 fn path_key(p: &Probe) -> Option<String> {
     let path = p.path.as_deref()?.split('?').next()?.to_string();
     let method = if is_watch(p) {

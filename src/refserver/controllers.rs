@@ -47,6 +47,9 @@ pub fn default_on_create(state: &State, def: &ResourceDef, obj: &mut Value) {
             let external =
                 obj.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName");
             if !external && obj.pointer("/spec/clusterIP").is_none() {
+                // Inside kubeadm's default service CIDR 10.96.0.0/12, so addresses look like a
+                // real cluster's in messages (`dial tcp 10.96.0.12:443: …`); the offset keeps
+                // clear of 10.96.0.1, which a real cluster gives the `kubernetes` Service.
                 let n = state.storage.store.count("", "services") + 10;
                 obj["spec"]["clusterIP"] = json!(format!("10.96.{}.{}", n / 250, n % 250 + 1));
                 obj["spec"]["clusterIPs"] = json!([obj["spec"]["clusterIP"].clone()]);
@@ -137,6 +140,10 @@ fn mirror_slices(ep: Option<&Value>, ns: &str, name: &str) -> Vec<Value> {
         .enumerate()
         .map(|(i, subset)| {
             let mut endpoints = Vec::new();
+            // Not-ready addresses are kept with `ready: false` rather than dropped: readers of
+            // slices decide readiness from the condition (1.34's aggregator counts
+            // `ready == nil || true`, REFERENCE §2.1), and a pod that exists but is not ready is a
+            // different finding from no pod at all.
             for (list, ready) in [("addresses", true), ("notReadyAddresses", false)] {
                 for a in subset[list].as_array().into_iter().flatten() {
                     let mut e = json!({"addresses": [a["ip"].clone()], "conditions": {"ready": ready}});
@@ -150,6 +157,9 @@ fn mirror_slices(ep: Option<&Value>, ns: &str, name: &str) -> Vec<Value> {
                 .as_array()
                 .into_iter()
                 .flatten()
+                // An unnamed port mirrors as the name "": kube-aggregator matches endpoint ports
+                // to the Service port by *name* (MissingEndpoints, REFERENCE §2.1), and "" is what
+                // an unnamed Service port matches.
                 .map(|p| json!({"name": p.get("name").cloned().unwrap_or(json!("")), "port": p["port"], "protocol": p.get("protocol").cloned().unwrap_or(json!("TCP"))}))
                 .collect();
             json!({
@@ -223,6 +233,7 @@ fn sync_endpoint_slices(state: &State, ns: &str, name: &str) {
 }
 
 fn local_apiservice(group: &str, version: &str, gp: i64, vp: i64, automanaged: bool) -> Value {
+    // `<version>.<group>`; the core group's is `v1.` with the trailing dot, as on a real cluster.
     let name = if group.is_empty() {
         format!("{version}.")
     } else {
@@ -391,11 +402,15 @@ pub fn load_initial(state: &State) -> Result<(), String> {
     let mandatory = super::apf::mandatory_objects()
         .into_iter()
         .chain(super::rbac::bootstrap_objects());
+    // A scenario object of the same kind and name replaces the built-in one, so a scenario can
+    // model a cluster whose bootstrap RBAC or mandatory APF objects were edited.
     objects.extend(mandatory.filter(|o| {
         !scenario_names
             .iter()
             .any(|(k, n)| o["kind"] == k.as_str() && o["metadata"]["name"] == n.as_str())
     }));
+    // The namespaces kube-apiserver's system-namespaces controller creates at start (a real one
+    // also makes kube-node-lease, which no path this server models reads).
     for ns in ["default", "kube-system", "kube-public"] {
         objects.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
     }
@@ -442,6 +457,9 @@ pub fn load_initial(state: &State) -> Result<(), String> {
         let key = key_of(&def, &o);
         match state.storage.store.create(key.clone(), o.clone(), false) {
             Ok(_) => {}
+            // Already there means a built-in object the scenario also lists (a Local APIService,
+            // a default namespace): the scenario's fields win, the stored metadata (uid,
+            // resourceVersion) stays.
             Err(StoreError::AlreadyExists) => {
                 let mut cur = state.storage.store.get(&key).unwrap_or(Value::Null);
                 cur = merge_initial(cur, o);

@@ -113,6 +113,8 @@ impl Objects {
         let mut rules = Vec::new();
         let mut seen = BTreeSet::new();
         let mut todo: Vec<&Value> = self.cluster_role(name).into_iter().collect();
+        // Selectors may select a role that selects back (or the role itself): each role counts
+        // once, so aggregation ends like the controller's single pass does.
         while let Some(r) = todo.pop() {
             if !seen.insert(meta(r, "name")) {
                 continue;
@@ -144,6 +146,8 @@ impl Objects {
         if cluster_wide {
             return true;
         }
+        // A RoleBinding grants only inside its namespace, and non-resource URLs (`/healthz`,
+        // `/metrics`) have no namespace: they are granted by ClusterRoleBindings alone.
         if a.namespace.is_empty() || a.path.is_some() {
             return false;
         }

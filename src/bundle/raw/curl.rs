@@ -114,6 +114,8 @@ pub(crate) fn read_response(
     apply_trailers(&mut probe, &trailers);
     let mut pending = PendingProbe::new(probe);
     pending.at = at;
+    // Headers alone (`curl -D file`) are half a response; marked so that `finish` can join the
+    // body written by the same command to another file of the same stem.
     if !has_body && trailers.is_empty() {
         pending.curl_part = Some((CurlPart::Headers, file.dir.clone(), file.stem.clone()));
     }
@@ -172,11 +174,16 @@ pub(crate) fn header(h: &mut ResponseHeaders, line: &str) -> Option<Stamp> {
     let (name, value) = line.split_once(':')?;
     let value = value.trim().to_string();
     match name.trim().to_ascii_lowercase().as_str() {
+        // Only headers a rule reads. The two PF UIDs are set on every response that went through
+        // APF (flowcontrol/v1 types.go, REFERENCE §2.3) and name the FlowSchema and priority level
+        // that judged the request — the link from a 429 to the object to fix.
         "retry-after" => h.retry_after = Some(value),
         "x-kubernetes-pf-flowschema-uid" => h.flow_schema_uid = Some(value),
         "x-kubernetes-pf-prioritylevel-uid" => h.priority_level_uid = Some(value),
         "audit-id" => h.audit_id = Some(value),
         "content-type" => h.content_type = Some(value),
+        // The server's Date is the only clock a capture carries for its response: it places the
+        // probe on the timeline next to logs and events.
         "date" => {
             let stamp = parse_http_date(&value).map(Stamp::Full);
             h.date = Some(value);
@@ -212,6 +219,8 @@ pub(crate) fn read_body(
             e.line()
         ))
     })?;
+    // A Status body is the API server's own account of a failure (reason, causes); its code is
+    // used only when no status line was captured, since a proxied body may be a backend's.
     if let Some(status) = status_from_value(&v) {
         probe.user = forbidden_user(&status);
         if probe.status.is_none() {
@@ -223,6 +232,7 @@ pub(crate) fn read_body(
     let str_at = |k: &str| v.get(k).and_then(Value::as_str);
     match str_at("kind") {
         Some("APIResourceList") => {
+            // Core `v1` has no slash and lives under `/api`; every named group is under `/apis`.
             let gv = str_at("groupVersion").unwrap_or_default();
             discovery(
                 probe,
@@ -240,6 +250,8 @@ pub(crate) fn read_body(
         ),
         Some("APIVersions") => discovery(probe, "/api".into()),
         _ => {
+            // `/version` has no `kind`; gitVersion with major is its shape (apimachinery
+            // `version.Info`), and the first one seen names the server for version-aware rules.
             if let (Some(git), Some(major)) = (str_at("gitVersion"), str_at("major")) {
                 imp.bundle
                     .collection

@@ -34,6 +34,8 @@ fn probe(e: &Event) -> Probe {
         tool: ClientTool::Controller,
         files: Vec::new(),
     });
+    // The event recorder folds repeats of one message into `count`, so an Event is as many
+    // failed attempts as it counts; a missing count (events.k8s.io without a series) is one.
     p.attempts = u32::try_from(e.count.max(1)).unwrap_or(u32::MAX);
     p.at = e.last_seen;
     p.error = Some(e.message.clone());
@@ -43,10 +45,13 @@ fn probe(e: &Event) -> Probe {
 /// The observations a Warning Event reports: one request, one per group/version of a discovery
 /// failure, or none when its message is not a request error.
 pub fn probes_from_event(e: &Event) -> Vec<Probe> {
+    // Controllers record failed API calls as Warnings; a Normal event never reports one.
     if e.type_ != "Warning" {
         return Vec::new();
     }
     let message = e.message.trim();
+    // client-go's ErrGroupDiscoveryFailed lists every failing group/version in one message
+    // (REFERENCE §2.3); each is its own failed request, usually of a different APIService.
     if let Some(i) = message.find(DISCOVERY) {
         return super::kubectl_stderr::split_group_versions(&message[i + DISCOVERY.len()..])
             .into_iter()
@@ -72,6 +77,8 @@ pub fn probes_from_event(e: &Event) -> Vec<Probe> {
         .map(|(prefix, _, _)| *prefix)
         .chain(ERROR_STARTS.iter().copied())
         .filter_map(|needle| message.find(needle))
+        // The earliest start wins: controllers prefix their own context (`Error creating: `),
+        // and a wrapped error may quote a second known wording further in.
         .min();
     let Some(start) = start else {
         return Vec::new();

@@ -39,6 +39,9 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
 
     // Every time the evidence carries is known now, so klog times can be given their year.
     let clock = Clock::new(&imp.stamps, now);
+    // The latest time any piece of evidence carries is when the capture ended, and so the time
+    // the diagnosis judges at (DESIGN §2: expiry at collection time). The import's own clock is
+    // only the fallback, and says so in the basis, because a bundle is often analysed days later.
     let collected_at = imp.stamps.iter().filter_map(|s| clock.resolve(*s)).max();
     let at = collected_at.unwrap_or(now);
     imp.bundle.collection.collected_at = Some(at);
@@ -87,6 +90,8 @@ fn pair_curl_parts(probes: Vec<PendingProbe>) -> Vec<PendingProbe> {
     for p in probes {
         if let Some((part, dir, stem)) = p.curl_part.clone() {
             let key = (dir, stem);
+            // A part the group already holds starts a new group: two header files of one stem
+            // are two responses, and merging them would lose one.
             if let Some(g) = groups
                 .iter_mut()
                 .find(|g| g.0 == key && !g.2.contains(&part))
@@ -152,6 +157,8 @@ fn outcome_of(p: &Probe) -> Probe {
 /// Fold `p` into an identical earlier probe (attempts and status counts add up, the slowest
 /// latency and the latest time are kept), or append it.
 fn fold_into(folded: &mut Vec<(Probe, Option<String>)>, p: Probe, gv: Option<String>) {
+    // The object group/version is part of the key: one outcome against two versions of a group
+    // (a conversion failing for v1 only) is two observations that map to different targets.
     let key = outcome_of(&p);
     let Some((f, _)) = folded
         .iter_mut()
@@ -350,6 +357,8 @@ fn not_supplied_gaps(b: &mut EvidenceBundle) {
         .probes
         .iter()
         .any(|p| p.status == Some(429) || p.status_counts.contains_key("429"));
+    // A 429's `X-Kubernetes-PF-*-UID` headers name a FlowSchema and priority level by UID only;
+    // without the objects the rejection cannot be tied to the configuration that made it.
     if throttled && b.flow_schemas.is_empty() {
         gap(
             "objects/flowcontrol".into(),

@@ -25,6 +25,10 @@ use super::timeline::Stamp;
 use super::trailer::{Trailer, parse_trailer};
 
 /// Whether a klog message is one only kubectl's client side writes (detection).
+///
+/// `round_trippers.go` and `with_retry.go` are client-go's request tracing and retry files, and the
+/// two messages are kubectl's own (kubeconfig loading, the Status helper); an API server log holds
+/// none of them at its usual verbosity, so one of them is enough to call the file a trace.
 pub(crate) fn is_trace_marker(source: &str, message: &str) -> bool {
     source.starts_with("round_trippers.go")
         || source.starts_with("with_retry.go")
@@ -171,6 +175,8 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
             }
             continue;
         }
+        // klog writes each header as its own line, indented under the `… Headers:` line; the
+        // first unindented message ends the block.
         if section == Section::ResponseHeaders && msg.starts_with(' ') {
             if let Some(r) = requests.last_mut()
                 && let Some(stamp) = header(&mut r.probe.headers, trimmed)
@@ -193,6 +199,8 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
                 w.end = WatchEnd::Broken;
                 w.end_detail = Some(msg.to_string());
             }
+        // client-go's `request.go` logs transport errors (dial, TLS, EOF) that never reach a
+        // response line; the first one is the request's own error, later ones its retries.
         } else if source.starts_with("request.go")
             && msg.contains("error")
             && let Some(r) = requests.last_mut()
@@ -240,6 +248,9 @@ fn is_watch(path: &str) -> bool {
 }
 
 /// `1s` → `1`, the value the `Retry-After` header carried.
+///
+/// client-go logs the delay as a Go duration, while the header (RFC 9110) carries whole seconds;
+/// the probe keeps the header's form so a trace and a curl capture of one 429 agree.
 fn seconds_value(d: &str) -> String {
     match d.strip_suffix('s') {
         Some(n) if n.bytes().all(|b| b.is_ascii_digit()) => n.to_string(),
@@ -280,6 +291,8 @@ fn fragment(p: &mut Probe, indent: usize, key: &str, raw_value: &str) {
         return;
     }
     let Some(t) = text else { return };
+    // A StatusCause serialises as `reason`, `message`, `field` (apimachinery's field order), so a
+    // cause's `reason` line opens it and the `message` after it belongs to the same cause.
     match key {
         "reason" => status.causes.push(StatusCause {
             reason: t,
@@ -382,6 +395,9 @@ fn end_watch(w: &mut WatchOutcome, code: i32, seconds: Option<f64>) {
 
 /// Two attempts of one request that got the same answer (watches are never folded: each stream is
 /// its own story).
+///
+/// The Status body and error count too: two 503s with different messages (an APIService going
+/// from `MissingEndpoints` to `FailedDiscoveryCheck`) are two observations, not one retried.
 fn same_outcome(a: &Probe, b: &Probe) -> bool {
     a.method == b.method
         && a.path == b.path

@@ -48,6 +48,8 @@ pub(crate) fn apply(
             let o: core::Event = typed_as(typed)?;
             from_k8s::add_event(bundle, &o);
         }
+        // The API server serves the same Event objects as core/v1 and as events.k8s.io/v1; a
+        // capture holds whichever its tool asked for, so both map to one shape.
         ("events.k8s.io", "Event") => {
             let o: core::Event = typed_as(&events_v1_as_core(typed))?;
             from_k8s::add_event(bundle, &o);
@@ -68,6 +70,8 @@ pub(crate) fn apply(
             let pems = o.webhooks.iter().flatten().map(|w| ca_of(&w.client_config));
             record_webhook_trusts(bundle, trusts, start, pems.collect());
         }
+        // apiextensions v1beta1 stopped being served in 1.22, before the oldest cluster extpath
+        // supports (1.24): a v1beta1 CRD in an import is a stale manifest, not the live object.
         ("apiextensions.k8s.io", "CustomResourceDefinition") if api_version.ends_with("/v1") => {
             let o: apiext::CustomResourceDefinition = typed_as(typed)?;
             from_k8s::add_crd(bundle, &o, file);
@@ -90,6 +94,8 @@ pub(crate) fn apply(
         ("rbac.authorization.k8s.io", "RoleBinding") => {
             rbac::add_role_binding(bundle, &typed_as::<k8s_rbac::RoleBinding>(typed)?)
         }
+        // Read as JSON in every version: 1.24-era clusters serve only v1beta1/v1beta2, which
+        // k8s-openapi does not carry (DESIGN §5), and the fields read are the same in all.
         ("flowcontrol.apiserver.k8s.io", "FlowSchema") => from_k8s::add_flow_schema(bundle, typed),
         ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
             from_k8s::add_priority_level(bundle, typed)
@@ -121,6 +127,9 @@ fn webhook_defaults(v: &Value, api_version: &str) -> Value {
     if !api_version.ends_with("/v1beta1") {
         return v;
     }
+    // v1beta1 defaulted fail-open (failurePolicy Ignore, timeoutSeconds 30, sideEffects Unknown),
+    // v1 fail-closed with 10 s: mapping an old object with v1's defaults would turn a webhook
+    // that is ignored on failure into one that blocks every write.
     let d = &WebhookDefaults::V1BETA1;
     if let Some(hooks) = v.get_mut("webhooks").and_then(Value::as_array_mut) {
         for h in hooks.iter_mut().filter_map(Value::as_object_mut) {
@@ -143,6 +152,9 @@ fn webhook_defaults(v: &Value, api_version: &str) -> Value {
 
 /// events.k8s.io/v1 → the core/v1 shape `add_event` reads.
 fn events_v1_as_core(v: &Value) -> Value {
+    // events.k8s.io/v1 renamed the core fields (involvedObject → regarding, message → note) and
+    // moved repetition into `series`; `deprecatedCount`/`deprecatedLastTimestamp` carry the core
+    // values for Events written through the old API.
     let get = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
     let series = v.get("series");
     json!({
@@ -174,6 +186,8 @@ fn record_api_service_trust(trusts: &mut Vec<CaTrust>, o: &apireg::APIService) {
     let (Some(ca), Some(svc)) = (&spec.ca_bundle, &spec.service) else {
         return;
     };
+    // The proxy's TLS config takes `Insecure` from insecureSkipTLSVerify (handler_proxy.go,
+    // REFERENCE §2.2): with it set, the caBundle is not what the aggregator trusts.
     if ca.0.is_empty() || spec.insecure_skip_tls_verify == Some(true) {
         return;
     }
@@ -182,6 +196,8 @@ fn record_api_service_trust(trusts: &mut Vec<CaTrust>, o: &apireg::APIService) {
             Kind::ApiService,
             o.metadata.name.as_deref().unwrap_or_default(),
         ),
+        // The aggregator dials with ServerName `<svc>.<ns>.svc` (REFERENCE §2.2), whatever name
+        // the certificate was issued for.
         server_name: match (&svc.name, &svc.namespace) {
             (Some(n), Some(ns)) => Some(format!("{n}.{ns}.svc")),
             _ => None,

@@ -86,6 +86,9 @@ pub(crate) fn curl_exit_meaning(code: i32) -> Option<&'static str> {
 }
 
 /// The trailer lines at the end of `lines` (in file order) and the index where they start.
+///
+/// Only the tail is searched: a body can itself hold a line such as `HTTP 200` (an HTML page, a
+/// log excerpt), and what curl and the shell print comes after the body, never inside it.
 pub(crate) fn split_trailer(lines: &[&str]) -> (usize, Vec<Trailer>) {
     let mut start = lines.len();
     while start > 0 {

@@ -52,6 +52,9 @@ pub fn ca_bundle(bundle: &EvidenceBundle, owner: &ObjectRef) -> CaBundle {
             c.origin.source == CertSource::CaBundle && c.origin.owner.as_ref() == Some(owner)
         })
         .collect();
+    // All or nothing: serving the certificates that do have PEM would make a caBundle that trusts
+    // fewer CAs than the recorded one, and a replayed TLS check could fail where the cluster's
+    // passed.
     if certs.is_empty() || certs.iter().any(|c| c.pem.is_none()) {
         return CaBundle::Unservable;
     }
@@ -71,6 +74,10 @@ fn ca_field(bundle: &EvidenceBundle, owner: &ObjectRef, present: bool) -> Value 
 }
 
 /// Remove `null` members, so that absent optional fields are absent rather than null.
+///
+/// The API server writes optional fields with `omitempty`; a reader that tells "unset" from
+/// "set to nothing" (a webhook's `matchPolicy`, a slice endpoint's `ready`) must see what the
+/// server would have sent.
 fn drop_nulls(v: &mut Value) {
     match v {
         Value::Object(m) => {
@@ -139,6 +146,8 @@ pub fn api_service(bundle: &EvidenceBundle, a: &ApiService) -> Value {
     })
 }
 
+/// A targetPort is an IntOrString: a number is a port, a string the *name* of a container port.
+/// Writing `"8443"` as a string would turn a port into a name that resolves to nothing.
 fn int_or_string(s: &str) -> Value {
     match s.parse::<i32>() {
         Ok(n) => json!(n),
@@ -202,6 +211,9 @@ pub fn endpoint_slice(s: &EndpointSlice) -> Value {
         "metadata": {"namespace": s.namespace, "name": s.name, "labels": labels},
         "addressType": s.address_type,
         "endpoints": s.endpoints.iter().map(|e| {
+            // Unrecorded conditions stay absent, not false: discovery/v1 says a nil `ready` is
+            // an unknown state consumers should treat as ready (1.34's aggregator counts
+            // `ready == nil`, REFERENCE §2.1), so `false` would turn a ready endpoint away.
             let conditions = (e.ready.is_some() || e.serving.is_some() || e.terminating.is_some())
                 .then(|| json!({"ready": e.ready, "serving": e.serving, "terminating": e.terminating}));
             json!({"addresses": e.addresses, "conditions": conditions, "targetRef": e.target_ref.as_ref().map(target_ref)})
@@ -460,6 +472,8 @@ pub fn event(e: &Event, index: usize) -> Value {
         "kind": "Event",
         "metadata": {
             "namespace": inv.namespace.clone().unwrap_or_else(|| "default".into()),
+            // client-go's event recorder names events `<object>.<hex nanoseconds>`; the index
+            // stands in for the time so names stay unique and look familiar.
             "name": format!("{}.{index:016x}", inv.name),
         },
         "involvedObject": {"kind": inv.kind, "name": inv.name, "namespace": inv.namespace},

@@ -42,6 +42,9 @@ fn new_probe(target: &Target, user: Option<&str>) -> Probe {
     p.method = Some(target.method.http().to_string());
     p.path = Some(target.path.clone());
     p.user = user.map(str::to_string);
+    // The deepest rung the request can reach: a watch is the long-running branch, and a dry-run
+    // write goes through admission (webhooks run on dry runs that declare sideEffects None or
+    // NoneOnDryRun) but never to storage, so admission is as far as it proves anything.
     p.rung = Some(match (&target.addressed, target.method) {
         (_, Method::Watch) => Rung::Watch,
         (_, m) if m.is_write() => Rung::Admission,
@@ -73,6 +76,9 @@ pub fn humantime(d: Duration) -> String {
     }
 }
 
+/// A non-2xx body is kept as a Status when it is one; otherwise as text, because the aggregator's
+/// own failures are plain text (`service unavailable`, `error trying to reach service: …`,
+/// REFERENCE §2.2) and those words are what tells an aggregation 503 from any other.
 fn keep_error_body(p: &mut Probe, status: u16, body: &[u8]) {
     if (200..300).contains(&status) {
         return;
@@ -144,6 +150,8 @@ async fn watch(client: &kube::Client, target: &Target, opts: SendOptions, p: &mu
         }
     };
     let started = Instant::now();
+    // Only the headers are bounded by the request timeout: a watch's body never ends by itself,
+    // and `watch_for` bounds how long it is read.
     let res = match tokio::time::timeout(opts.request_timeout, client.send(req)).await {
         Err(_) => {
             p.error = Some(timed_out(opts.request_timeout));
@@ -160,6 +168,8 @@ async fn watch(client: &kube::Client, target: &Target, opts: SendOptions, p: &mu
     p.latency_ms = Some(round_ms(started.elapsed().as_secs_f64() * 1000.0));
     p.headers = headers_of(res.headers());
     let mut body = res.into_body();
+    // A refused watch (403, 410 for a too-old resourceVersion, 503 from the aggregator) answers
+    // with an ordinary finite body, read like any other error.
     if !(200..300).contains(&status) {
         let bytes = tokio::time::timeout(opts.request_timeout, body.collect())
             .await
@@ -226,9 +236,14 @@ fn read_event(line: &str, outcome: &mut WatchOutcome) {
         return;
     };
     match ev.get("type").and_then(Value::as_str) {
+        // The API server reports an expired resourceVersion inside a started stream as an ERROR
+        // event carrying a 410 `Expired` Status, not as an HTTP status: the stream itself was 200.
         Some("ERROR") => {
             outcome.error_event = ev.get("object").and_then(StatusBody::from_json);
         }
+        // Bookmarks carry only a resourceVersion (the server's progress notes, sent when the
+        // client asked with allowWatchBookmarks); counted apart so a stream of bookmarks alone is
+        // not mistaken for changes.
         Some("BOOKMARK") => {
             outcome.events += 1;
             outcome.bookmarks += 1;

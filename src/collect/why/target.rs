@@ -90,6 +90,8 @@ impl Target {
         }
         if path
             .chars()
+            // A `#fragment` is never sent to a server, so the request sent would silently differ
+            // from the one asked about.
             .any(|c| c.is_whitespace() || c.is_control() || c == '#')
         {
             return Err(bad("paths contain no spaces, control characters or '#'"));
@@ -104,6 +106,8 @@ impl Target {
         } else {
             trimmed[1..].split('/').collect()
         };
+        // Clients and servers normalise such segments differently; refusing them keeps the path
+        // that is reasoned about the path that is sent.
         if parts
             .iter()
             .any(|p| p.is_empty() || *p == "." || *p == "..")
@@ -135,6 +139,8 @@ impl Target {
             full.push(if full.contains('?') { '&' } else { '?' });
             full.push_str("dryRun=All");
         }
+        // The verb RequestInfoFactory derives, which authorization and APF classification see:
+        // a GET of a collection is `list`, of one object `get`, and `watch=` makes it `watch`.
         let verb = match method {
             Method::Watch => "watch",
             Method::DryRunCreate => "create",

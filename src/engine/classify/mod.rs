@@ -121,6 +121,8 @@ fn inconclusive_next(s: &Subject) -> Vec<String> {
 }
 
 fn gv_path(apiservice: &str) -> String {
+    // An APIService is named `<version>.<group>` (DESIGN §1), the reverse of the URL's
+    // `<group>/<version>`; the group itself contains dots, so only the first one splits.
     match apiservice.split_once('.') {
         Some((v, g)) if !g.is_empty() => format!("{g}/{v}"),
         Some((v, _)) => v.to_string(),
@@ -162,6 +164,9 @@ fn verdict_for(
         let deciding: Vec<&Hit> = faults
             .iter()
             .copied()
+            // Same class *and* rung: two rules on one rung that see one break from different
+            // evidence (a condition reason and a probe result) both prove it, while a rule of the
+            // same class on a later rung is a consequence of that break like any other.
             .filter(|h| {
                 let x = rule(rules, h);
                 x.class == w.class && x.rung == w.rung
@@ -174,6 +179,8 @@ fn verdict_for(
             .collect();
         verdict.class = w.class;
         verdict.rung = Some(w.rung);
+        // The verdict is as severe as the worst proof of it, not as the tie-break winner: a
+        // critical and a warning rule on the same rung describe one break that is critical.
         verdict.severity = deciding
             .iter()
             .map(|h| rule(rules, h).severity)
@@ -206,6 +213,8 @@ fn verdict_for(
                 verdict.consequences.push(consequence(rules, h));
             }
         }
+        // Support findings of another class did not take part in the decision; they are kept as
+        // history so a reader still sees them, but they never count as consequences of the break.
         for h in &support {
             if rule(rules, h).class != w.class && rule(rules, h).class != Class::Healthy {
                 verdict.history.push(consequence(rules, h));
@@ -304,6 +313,8 @@ fn rank(v: &Verdict) -> (std::cmp::Reverse<Severity>, usize, SubjectKind, String
     } else {
         v.severity
     };
+    // Within one severity, verdicts group by class in the order of DESIGN §1's class table
+    // (`Class::ALL`); kind and name only make the order stable between runs.
     let class_pos = Class::ALL.iter().position(|c| *c == v.class).unwrap_or(0);
     (
         std::cmp::Reverse(sev),
@@ -327,6 +338,8 @@ pub fn classify(
         .subjects
         .iter()
         .filter(|r| matches!(r.subject.kind, SubjectKind::ApiServer | SubjectKind::Etcd))
+        // Judged without any cluster-wide exclusions: these subjects are where the exclusions come
+        // from, so feeding them their own would be circular.
         .filter(|r| r.rules_run > 0 && verdict_for(rules, r, &[]).class == Class::Healthy)
     {
         for h in &r.hits {
@@ -340,6 +353,9 @@ pub fn classify(
             }
         }
     }
+    // A subject no rule applied to has nothing to say (no verdict, not even Inconclusive); the
+    // sources that could not be read and an analysis cut by --timeout become verdicts of their own
+    // so that the gate and the headline count them like any other unjudged subject.
     let mut verdicts: Vec<Verdict> = eval
         .subjects
         .iter()
@@ -351,6 +367,8 @@ pub fn classify(
         .collect();
     verdicts.sort_by_key(rank);
     let mut gaps = bundle.gaps.clone();
+    // A rule whose expression failed on a subject is a hole in the analysis, not a finding: it is
+    // reported as a gap so the reader knows that check did not run, instead of failing the scan.
     for e in &eval.errors {
         gaps.push(Gap::new(
             format!("rule/{}", e.rule),
@@ -378,6 +396,8 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
     let mut by_severity: BTreeMap<String, usize> = BTreeMap::new();
     let mut waived = 0;
     for v in verdicts {
+        // A waived verdict was accepted by someone on purpose; counting it by class or severity
+        // would make the totals (and the gate) disagree with the waiver.
         if v.waived.is_some() {
             waived += 1;
             continue;
@@ -424,6 +444,8 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
     if !open.is_empty() {
         parts.push(problems_phrase(&open));
     }
+    // Only when nothing is broken: an open problem is what the headline must lead with, and the
+    // unjudged subjects still show as Inconclusive verdicts in the list below it.
     if !unjudged.is_empty() && open.is_empty() {
         let names: Vec<String> = unjudged
             .iter()

@@ -122,6 +122,8 @@ pub fn check_rule(rule: &Rule, world: &SampleWorld) -> Result<(), RuleError> {
 /// thing wrong in it), for each subject kind, without repeats; empty when the rule is sound.
 pub fn check_rule_all(rule: &Rule, world: &SampleWorld) -> Vec<RuleError> {
     let mut errors: Vec<RuleError> = Vec::new();
+    // Each kind is checked on its own sample: the kinds of one rule see the same variable names,
+    // but not necessarily the same populated shapes, and a rule must run on every kind it names.
     for kind in &rule.subjects {
         for e in check_kind(rule, *kind, world) {
             if !errors.contains(&e) {
@@ -149,6 +151,8 @@ fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Vec<RuleEr
         message,
     };
     for (i, (what, expr, _)) in all_exprs(rule).into_iter().enumerate() {
+        // Unknown variables first: the walk would report the same mistake less clearly (as a
+        // missing field of nothing), and the message lists the variables that do exist.
         let references = expr.program.references();
         let unknown = references.variables().into_iter().find(|v| {
             !allowed.contains(v) && !scope.contains_key(*v) && !is_comprehension_var(expr, v)
@@ -185,6 +189,8 @@ fn check_kind(rule: &Rule, kind: SubjectKind, world: &SampleWorld) -> Vec<RuleEr
         }
         match expr.program.execute(ctx) {
             Ok(Value::Bool(_)) => {}
+            // `needs` and `when` run on every subject and decide on `true`: anything else (a count,
+            // a string) is a rule that never fires the way its author meant.
             Ok(other) if boolean => {
                 errors.push(error(
                     expr,

@@ -91,6 +91,8 @@ pub fn rule_files(dir: &Path) -> Result<Vec<PathBuf>, RuleError> {
                 walk(&p, out)?;
             } else if let Some(n) = p.file_name().and_then(|n| n.to_str())
                 && (n.ends_with(".yaml") || n.ends_with(".yml"))
+                // `<id>.test.yaml` beside a rule is its test (docs/rules.md), not a rule: loading
+                // it would fail on the rule shape and make every tested directory unloadable.
                 && !n.ends_with(".test.yaml")
                 && !n.ends_with(".test.yml")
             {
@@ -99,6 +101,8 @@ pub fn rule_files(dir: &Path) -> Result<Vec<PathBuf>, RuleError> {
         }
         Ok(())
     }
+    // Sorted because rule order is the classifier's last tie-break (and the order of `rules list`):
+    // `read_dir` order differs between filesystems, and a verdict must not.
     let mut out = Vec::new();
     walk(dir, &mut out).map_err(|e| RuleError {
         file: dir.display().to_string(),
@@ -331,6 +335,8 @@ pub fn load_one_all(
             format!("id {id:?} is not kebab-case (lowercase words joined by '-')"),
         ));
     }
+    // The id is how `explain RULE`, waivers and the sibling `<id>.test.yaml` find a rule; a file
+    // named otherwise would leave its test unrun (`rules test` pairs them by file name).
     let stem = Path::new(file)
         .file_stem()
         .and_then(|s| s.to_str())
@@ -356,6 +362,8 @@ pub fn load_one_all(
             None
         }
     };
+    // DESIGN §2: Healthy verdicts are severity info; a Healthy rule at warning would make an
+    // all-clear trip `--fail-on warning`.
     if class == Some(Class::Healthy) && severity.is_some_and(|s| s != Severity::Info) {
         errs.push(err(
             file,
@@ -424,6 +432,9 @@ pub fn load_one_all(
             ));
         }
     }
+    // 0.8 when unset (docs/rules.md): one rule alone is good evidence, but the classifier's
+    // noisy-OR lets a second independent rule on the same rung raise it (0.8 and 0.8 give 0.96).
+    // Zero is refused because a rule that proves nothing should not exist.
     let confidence = match &raw.confidence {
         Some(c) if !(c.value > 0.0 && c.value <= 1.0) => {
             errs.push(err(
@@ -490,6 +501,8 @@ pub fn load_one_all(
     }
     let mut rules_out = Vec::new();
     for r in &raw.rules_out {
+        // Healthy is not a layer that can be excluded (parse_class refuses it here), and a rule
+        // ruling out its own class would put "X ruled out" under an X verdict.
         let c = keep(&mut errs, parse_class(file, &r.class, false));
         if c.is_some() && c == class {
             errs.push(err(
@@ -604,6 +617,8 @@ fn subjects(file: &str, subject: &Spanned<OneOrMany>) -> Result<Vec<SubjectKind>
                     ),
                 )
             })?;
+        // Source verdicts are made by `classify/collection.rs` from the bundle's gaps; a rule on
+        // them would see no facts, since a source that could not be read has none.
         if k == SubjectKind::Source {
             return Err(err(
                 file,
@@ -615,6 +630,9 @@ fn subjects(file: &str, subject: &Spanned<OneOrMany>) -> Result<Vec<SubjectKind>
             subjects.push(k);
         }
     }
+    // A rule's expressions are compiled and checked once, against one set of variables; two
+    // kinds that see different variables (an APIService's `apiservice` and `delegation` vs a webhook's `webhook`)
+    // would leave one of them checked against facts it does not have.
     let vars = crate::engine::facts::variables_for(subjects[0]);
     if subjects
         .iter()

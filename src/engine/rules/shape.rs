@@ -79,10 +79,13 @@ const DYNAMIC_MAPS: &[&str] = &[
 /// The shape of a fact value, for the static walk.
 #[derive(Debug, Clone)]
 pub enum Shape {
+    /// Not known statically (a computed value, an empty sample list): nothing under it is checked,
+    /// since a false "no such field" would reject a correct rule.
     Any,
     Scalar,
     List(Rc<Shape>),
     Map(Rc<HashMap<String, Shape>>),
+    /// Keys are data (label names, status codes), so every field name is valid.
     DynMap,
 }
 
@@ -161,6 +164,8 @@ impl Walk<'_> {
         match &e.expr {
             Ast::Ident(name) => match self.lookup(name) {
                 Some(s) => Ok(s.clone()),
+                // CEL's type names are identifiers too (`type(x) == string`), not variables of
+                // the fact model.
                 None if [
                     "int",
                     "uint",
@@ -185,6 +190,9 @@ impl Walk<'_> {
                 match base {
                     Shape::Map(m) => match m.get(&sel.field) {
                         Some(s) => Ok(s.clone()),
+                        // `has(x.f)` is a presence test: CEL answers false for a missing field
+                        // instead of failing, so it cannot break at run time (the price is that a
+                        // misspelt field under `has` goes unnoticed).
                         None if sel.test => Ok(Shape::Scalar),
                         None => {
                             let mut known: Vec<&String> = m.keys().collect();
@@ -231,6 +239,8 @@ impl Walk<'_> {
                     arg_shapes.push(self.walk(a)?);
                 }
                 let f = call.func_name.as_str();
+                // The parser names operators `_+_`, `_[_]`, `!_`, `-_`, and its internal helpers
+                // `@in`, `@not_strictly_false`; they are the language, not functions a rule names.
                 let operator = f.starts_with('_')
                     || f.starts_with('@')
                     || f.starts_with('!')
@@ -238,9 +248,13 @@ impl Walk<'_> {
                 if !operator && !STANDARD.contains(&f) && !FUNCTIONS.contains(&f) {
                     return Err((e.id, format!("{}: unknown function `{f}`", self.what)));
                 }
+                // extpath's functions are global calls (`quantile(...)`); a method call of the same
+                // name is the standard library's, whose result shape is not ours to predict.
                 if let Some(s) = function_result(f).filter(|_| call.target.is_none()) {
                     return Ok(s);
                 }
+                // Indexing with a literal string key is a field read in other clothes
+                // (`x["f"]`) and is checked like one; a computed key cannot be.
                 if f == "_[_]" {
                     let base = arg_shapes.first().cloned().unwrap_or(Shape::Any);
                     return Ok(match base {
@@ -269,6 +283,7 @@ impl Walk<'_> {
             }
             Ast::Comprehension(c) => {
                 let range = self.walk(&c.iter_range)?;
+                // CEL comprehensions over a map iterate its keys, which are strings.
                 let element = match range {
                     Shape::List(el) => (*el).clone(),
                     Shape::Map(_) | Shape::DynMap => Shape::Scalar,
@@ -279,6 +294,9 @@ impl Walk<'_> {
                 if let Some(v2) = &c.iter_var2 {
                     self.locals.borrow_mut().push((v2.clone(), Shape::Any));
                 }
+                // The accumulator is pushed only after its initialiser is walked: `accu_init`
+                // cannot see it. The locals are cut back afterwards even on error, so a later
+                // sibling expression does not see this loop's variables.
                 let result = (|| {
                     self.walk(&c.accu_init)?;
                     self.locals
@@ -329,6 +347,9 @@ fn describe(e: &IdedExpr) -> String {
     }
 }
 
+/// Whether `name` is bound by a comprehension inside `expr`: the CEL library's reference list
+/// reports `x` in `list.exists(x, …)` as a free variable, and it must not be taken for an unknown
+/// fact variable.
 pub fn is_comprehension_var(expr: &Expr, name: &str) -> bool {
     fn visit(e: &IdedExpr, name: &str) -> bool {
         match &e.expr {

@@ -33,6 +33,7 @@ pub(super) fn backend_steps(
     insecure: bool,
 ) -> Vec<Step> {
     let (kind, name, parent) = owner;
+    // APIService and webhook service references default their port to 443 in the API.
     let port = svc.port.unwrap_or(443);
     let mut out = Vec::new();
     let found = b.service(&svc.namespace, &svc.name);
@@ -92,6 +93,8 @@ pub(super) fn backend_steps(
             .map(|s| s.about(kind, name, parent))
             .collect();
     }
+    // kube-aggregator's ServicePortError: the reference's port must be one of the Service's
+    // `spec.ports[].port` (the Service port, not the container's targetPort), REFERENCE §2.1.
     let svc_port = found.and_then(|s| s.ports.iter().find(|p| p.port == port));
     out.push(match (found, svc_port) {
         (Some(_), Some(p)) => Step::new(
@@ -123,6 +126,10 @@ pub(super) fn backend_steps(
     });
     out.push(match svc_port {
         Some(p) => {
+            // Addresses are matched by the Service port's *name*, as kube-aggregator's
+            // MissingEndpoints check does (REFERENCE §2.1). Endpoints and EndpointSlices are both
+            // read because the aggregator reads Endpoints before 1.34 and slices after; a bundle
+            // may hold either, and the better one is what that cluster's aggregator would find.
             let from_endpoints: Option<usize> = b
                 .endpoints
                 .iter()
@@ -139,6 +146,7 @@ pub(super) fn backend_steps(
                 .iter()
                 .filter(|s| s.ports.iter().any(|x| x.name == p.name))
                 .flat_map(|s| &s.endpoints)
+                // An unset `ready` counts as ready (discovery/v1; 1.34's aggregator alike).
                 .filter(|e| e.ready != Some(false))
                 .map(|e| e.addresses.len())
                 .sum();
@@ -206,6 +214,9 @@ fn tls_step(b: &EvidenceBundle, owner: (SubjectKind, &str), insecure: bool) -> S
             Seen::Bad,
             "insecureSkipTLSVerify: the serving certificate is not verified",
         ),
+        // The aggregator's *availability probe* skips verification, but proxied requests verify
+        // the served chain against caBundle for `<svc>.<ns>.svc` (DESIGN §1 rule 7); this is
+        // the check those requests make, done by extpath's own handshake.
         Some(c) => match &c.verification {
             Some(v) if v.ok => Step::new(
                 Rung::Tls,
@@ -511,6 +522,8 @@ pub(super) fn webhook_steps(b: &EvidenceBundle, trace: &Trace) -> Vec<Step> {
         )
         .about(kind, &w.name, Some(&w.configuration));
         if let Some(s) = &w.target.service {
+            // `false`: a webhook's clientConfig has no insecureSkipTLSVerify; the API server
+            // always verifies a webhook's certificate.
             for sub in backend_steps(b, (kind, &w.name, None), s, false) {
                 if !sub.evidence.is_empty() {
                     step.notes.push(format!("{}: {}", sub.rung, sub.evidence));

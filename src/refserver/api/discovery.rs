@@ -45,6 +45,7 @@ fn groups(store: &Store) -> Vec<GroupVersions> {
             .pointer("/spec/version")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        // The core group's APIService (`v1.`, group "") is listed under `/api`, never `/apis`.
         if group.is_empty() || version.is_empty() {
             continue;
         }
@@ -57,6 +58,8 @@ fn groups(store: &Store) -> Vec<GroupVersions> {
             .and_then(Value::as_i64)
             .unwrap_or(0);
         match out.iter_mut().find(|g| g.name == group) {
+            // groupPriorityMinimum is set per APIService; apiregistration's
+            // `ByGroupPriorityMinimum` sort puts a group where its highest one falls.
             Some(g) => {
                 g.priority = g.priority.max(gp);
                 g.versions.push((version.into(), vp));
@@ -72,6 +75,9 @@ fn groups(store: &Store) -> Vec<GroupVersions> {
         g.versions
             .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     }
+    // Highest priority first, then names alphabetically (not reverse-alphabetically), as
+    // `ByGroupPriorityMinimum` orders them; this order is also the order kubectl lists groups
+    // in and tries them in for a resource name more than one group serves.
     out.sort_by(|a, b| {
         b.priority
             .cmp(&a.priority)
@@ -89,6 +95,8 @@ fn group_json(g: &GroupVersions) -> Value {
     json!({
         "name": g.name,
         "versions": versions,
+        // The highest versionPriority is the preferred version, which is what clients use
+        // when a request names only the group.
         "preferredVersion": versions.first().cloned().unwrap_or(Value::Null),
     })
 }
@@ -127,6 +135,8 @@ pub fn resource_list(store: &Store, group: &str, version: &str) -> Option<Value>
             r["shortNames"] = json!(d.short_names);
         }
         resources.push(r);
+        // Subresources are listed as `<resource>/<sub>` entries of their own, as the real server
+        // lists `pods/log` or `apiservices/status`.
         for sub in &d.subresources {
             resources.push(json!({
                 "name": format!("{}/{sub}", d.resource),

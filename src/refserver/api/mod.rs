@@ -47,6 +47,8 @@ pub async fn serve(
             &info.resource,
         )
         .ok_or_else(ApiError::path_not_found)?;
+        // A watch is a long-running stream (DESIGN §1's Watch branch) with its own bookmarks and
+        // termination, so it never goes through the one-shot REST handlers.
         if info.verb == "watch" {
             return watch::serve(state, &def, info).await;
         }
@@ -65,6 +67,8 @@ pub async fn serve(
         };
         return rest::serve(state, &call).await;
     }
+    // Everything below (version, health, metrics, discovery) is read-only: a write is refused
+    // as 405 (the path exists, the verb does not) rather than 404.
     if info.method != "GET" && info.method != "HEAD" {
         return Err(ApiError::method_not_allowed("", "", &info.method));
     }
@@ -78,6 +82,8 @@ pub async fn serve(
             200,
             &discovery::group_list(&state.storage.store),
         )),
+        // `/healthz/<check>` and `?verbose` name single checks the way kube-apiserver's healthz
+        // mux does; `/` answers like `/healthz`, since nothing else is served at the root here.
         p if p.starts_with("/healthz")
             || p.starts_with("/livez")
             || p.starts_with("/readyz")

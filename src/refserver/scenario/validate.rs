@@ -78,6 +78,8 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
     {
         return Err(err("now:", format!("now: {now:?} is not an RFC 3339 time")));
     }
+    // `selfSigned` is the issuer word for a certificate signed by its own key; a CA of that name
+    // would make `issuer: selfSigned` mean two things.
     let mut cas: BTreeSet<&str> = BTreeSet::new();
     for ca in &s.cas {
         if !cas.insert(ca.as_str()) || ca == "selfSigned" {
@@ -111,6 +113,10 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
                 ),
             ));
         }
+        // Go has refused to match a host against a certificate's Common Name since 1.15 ("x509:
+        // certificate relies on legacy Common Name field", REFERENCE §2.3), and so does
+        // `pki::verify`: a serving certificate without SANs could never be trusted, whatever the
+        // scenario meant to test.
         if b.certificate.names.is_empty() {
             return Err(err(
                 &at,
@@ -128,6 +134,8 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
                 ),
             ));
         }
+        // Only an extension server is reached by a watch (through the aggregator's proxy); a
+        // webhook answers one POST per call, so the setting would silently do nothing there.
         if b.kind != BackendKind::Extension && b.behaviour.down_after_first_watch_ms.is_some() {
             return Err(err(
                 &at,
@@ -144,6 +152,8 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
                     format!("backend {:?}: an extension needs `extension:`", b.name),
                 ));
             }
+            // An extension serves `/apis/<group>/<version>`; the group-less core API (`/api/v1`)
+            // is always served locally (its APIService is `Local`, REFERENCE §2.1).
             (BackendKind::Extension, Some(e)) if !e.group_version.contains('/') => {
                 return Err(err(
                     &e.group_version,
@@ -162,6 +172,9 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
             _ => {}
         }
     }
+    // The `network:` map is the only way an address reaches a spawned backend (network.rs); a
+    // name that is not a backend would turn into "connection refused" at run time and read as
+    // the scenario's fault being tested rather than a typo.
     for (addr, backend) in &s.network {
         if !backends.contains(backend.as_str()) {
             return Err(err(
@@ -202,6 +215,9 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
                 format!("objects[{i}]: needs apiVersion, kind and metadata.name"),
             ));
         }
+        // The store would hold an object of any kind, but discovery and the list handlers serve
+        // only the registry's kinds (built-ins and the scenario's CRDs): an unknown kind would be
+        // loaded and then never seen by a client.
         let known = builtin_kinds
             .iter()
             .any(|(a, k)| a == api_version && k == kind)
@@ -223,6 +239,9 @@ pub(super) fn validate(s: &Scenario, text: &str, path: &str) -> Result<(), Scena
     }
     for (i, t) in s.traffic.iter().enumerate() {
         let at = format!("path: {}", t.path);
+        // Traffic authenticates like a real client: with neither a token nor a client
+        // certificate its requests would arrive as system:anonymous (or get a 401 when anonymous
+        // auth is off), not as the user the scenario names in its RBAC and flow schemas.
         let known = t.user == "admin"
             || s.users
                 .iter()

@@ -84,6 +84,8 @@ pub(crate) static PATTERNS: &[LogPattern] = &[
         "loading OpenAPI spec for",
         r#"loading OpenAPI spec for "(?P<apiservice>[^"]+)" failed with: (?P<error>.*)$"#,
     ),
+    // handler_proxy.go logs this beside the 503 `service unavailable` when the Service has no
+    // usable endpoint at request time (REFERENCE §2.2): the wiring broke, not the backend.
     row(
         "aggregator-error-resolving",
         KAS,
@@ -97,6 +99,9 @@ pub(crate) static PATTERNS: &[LogPattern] = &[
         r"ReverseProxy read error during body copy: (?P<error>.*)$",
     ),
     // --- Admission ---
+    // The dispatchers log which way a failed call went: `failing open` is failurePolicy Ignore
+    // (the request went on, `apiserver_admission_webhook_fail_open_count` rose), `failing closed`
+    // is Fail (the request got `Internal error occurred`), REFERENCE §2.3.
     row(
         "webhook-failing-closed",
         KAS,
@@ -122,6 +127,9 @@ pub(crate) static PATTERNS: &[LogPattern] = &[
         r"conversion webhook for (?P<gvk>.+?) (?P<error>(?:failed|returned).*)$",
     ),
     // --- Auth, as extension API servers log it (delegated authn/authz) ---
+    // The forbidden SubjectAccessReview comes before the generic authorizer failure with the same
+    // needle: it names the extension server's own identity, whose RBAC is what to fix (DESIGN §1
+    // rule 4), while the generic row may be a network error.
     row(
         "sar-forbidden",
         EXT,
@@ -140,6 +148,9 @@ pub(crate) static PATTERNS: &[LogPattern] = &[
         "tokenreviews.authentication.k8s.io is forbidden",
         r#"tokenreviews\.authentication\.k8s\.io is forbidden: User \\?"(?P<user>[^"\\]+)"#,
     ),
+    // An extension server reads its client CA and requestheader settings from this kube-system
+    // ConfigMap; unreadable, it cannot verify the aggregator's front-proxy certificate, so the
+    // users the aggregator forwards in `X-Remote-User` are not authenticated.
     row(
         "auth-configmap-unreadable",
         EXT,
@@ -158,6 +169,8 @@ pub(crate) static PATTERNS: &[LogPattern] = &[
         "Continuing without authentication configuration",
         r"(?P<warning>Continuing without authentication configuration)",
     ),
+    // apiserver `request/x509/x509.go`: the front-proxy certificate verified, but its CN is not in
+    // `--requestheader-allowed-names` (REFERENCE §2.3).
     row(
         "front-proxy-cn-not-allowed",
         EXT,
@@ -190,6 +203,10 @@ pub(crate) static PATTERNS: &[LogPattern] = &[
         r#"post-timeout activity - time-elapsed: (?P<elapsed>[^,]+),(?: (?P<method>[A-Z]+) "(?P<uri>[^"]*)" result: (?P<result>.*)| panicked: \w+, err: (?P<error>[^,]*))?"#,
     ),
     // --- Storage (the etcd client inside an API server) ---
+    // ANY: every generic API server embeds this client, extension servers with their own etcd
+    // too, and whose etcd it is decides the verdict (an extension server's backend is out of
+    // scope, DESIGN §1 rule 3) — so the component comes from the file, not the line.
+    // `[-]etcd failed` is tried before the generic health row so the etcd reason is kept.
     row(
         "etcd-health-failed",
         ANY,
@@ -233,6 +250,9 @@ pub(crate) static PATTERNS: &[LogPattern] = &[
         r"retrying of unary invoker failed(?:: (?P<error>.*))?$",
     ),
     // --- etcd's own log ---
+    // etcd warns about every request slower than `--warning-apply-duration` (100 ms by default),
+    // with the time taken in the message; the rules judge `took` against a setting, not the
+    // line's presence.
     row(
         "etcd-slow-request",
         ETCD,
@@ -269,6 +289,8 @@ pub(crate) static PATTERNS: &[LogPattern] = &[
         "lost leader",
         r"(?P<event>lost leader.*)$",
     ),
+    // The catch-all for the rpctypes errors (REFERENCE §2.3), last among the storage rows so
+    // that the more specific rows above keep their own ids.
     row(
         "etcd-request-error",
         ANY,

@@ -23,6 +23,7 @@ mod fleet;
 mod fuzz_regressions;
 mod generalise;
 mod krew;
+mod pki;
 mod prometheus;
 mod promtext;
 mod raw_import;

@@ -1078,3 +1078,90 @@ async fn kubectl_reaches_an_equivalent_webhook_through_another_version_and_not_a
     );
     server.shutdown().await;
 }
+
+const LIST_CONVERSION: &str = r#"
+apiVersion: extpath.dev/v1alpha1
+kind: Scenario
+name: list-conversion
+description: Three CronTabs stored at v1, listed through v2.
+cas: [webhook-ca]
+backends:
+  - name: converter
+    kind: conversionWebhook
+    certificate: {issuer: webhook-ca, names: [converter.webhooks.svc]}
+network:
+  10.244.0.30: converter
+objects:
+  - {apiVersion: v1, kind: Namespace, metadata: {name: webhooks}}
+  - {apiVersion: v1, kind: Service, metadata: {name: converter, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
+  - {apiVersion: v1, kind: Endpoints, metadata: {name: converter, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.30}], ports: [{port: 9443}]}]}
+  - apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: crontabs.stable.example.com}
+    spec:
+      group: stable.example.com
+      scope: Namespaced
+      names: {plural: crontabs, singular: crontab, kind: CronTab}
+      conversion:
+        strategy: Webhook
+        webhook:
+          conversionReviewVersions: [v1]
+          clientConfig:
+            service: {namespace: webhooks, name: converter, path: /convert, port: 443}
+            caBundle: ${ca:webhook-ca}
+      versions:
+        - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+        - {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {apiVersion: stable.example.com/v1, kind: CronTab, metadata: {name: hourly, namespace: default}, spec: {cronSpec: "0 * * * *"}}
+  - {apiVersion: stable.example.com/v1, kind: CronTab, metadata: {name: daily, namespace: default}, spec: {cronSpec: "0 3 * * *"}}
+  - {apiVersion: stable.example.com/v1, kind: CronTab, metadata: {name: weekly, namespace: default}, spec: {cronSpec: "0 3 * * 0"}}
+"#;
+
+// apiextensions-apiserver converts a list's objects in one ConversionReview (webhook_converter.go
+// `Convert` of an `UnstructuredList`): listing three CronTabs stored at v1 through v2 is one call
+// to the conversion webhook, not three. Each call is one observation of the CRD conversion
+// latency histogram (`converterMetric.Convert`), so its `_count` counts the reviews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_listing_through_another_version_sends_one_conversion_review() {
+    if !kubectl_available() {
+        return;
+    }
+    let server = start_text(LIST_CONVERSION).await;
+    let k = kubeconfig(&server);
+    let (ok, out, stderr) = kubectl(
+        &k,
+        &[
+            "get",
+            "crontabs.v2.stable.example.com",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={range .items[*]}{.apiVersion} {.metadata.name}{\"\\n\"}{end}",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let mut listed: Vec<&str> = out.lines().collect();
+    listed.sort_unstable();
+    assert_eq!(
+        listed,
+        [
+            "stable.example.com/v2 daily",
+            "stable.example.com/v2 hourly",
+            "stable.example.com/v2 weekly"
+        ],
+        "{out}"
+    );
+    let metrics = server.metrics_text();
+    let reviews: f64 = metrics
+        .lines()
+        .filter(|l| {
+            l.contains("conversion")
+                && l.contains("_count{")
+                && l.contains("crd_name=\"crontabs.stable.example.com\"")
+                && l.contains("to_version=\"stable.example.com/v2\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(reviews, 1.0, "{metrics}");
+    server.shutdown().await;
+}

@@ -16,6 +16,7 @@ use extpath::bundle::{
     LabelSelector, LabelSelectorRequirement, MatchPolicy, Webhook, WebhookKind, WebhookRule,
 };
 use extpath::collect::why::flow_match::{self, FlowRequest};
+use extpath::collect::why::target::{Method, Target};
 use extpath::collect::why::webhook_match::{self, AdmissionRequest, Decision};
 use extpath::pki::generate::{LeafSpec, TestCa, Validity};
 use extpath::refserver::admission::{self, Operation};
@@ -102,6 +103,11 @@ struct FlowUser {
 
 #[derive(Deserialize)]
 struct FlowReq {
+    /// When given, each implementation derives the request from `method` and `path` as it does for
+    /// a real one (`why`'s `Target` → `FlowRequest::of_target`, the server's `RequestInfo::parse`),
+    /// and the fields below are what Go's `RequestInfoFactory` derives, checked on both sides.
+    #[serde(default)]
+    method: Option<String>,
     verb: String,
     path: String,
     #[serde(default)]
@@ -149,19 +155,39 @@ fn flow_schema_matching_agrees_with_apiserver_on_both_sides() {
             groups: c.user.groups.clone(),
             source: "table".into(),
         };
-        let collected = flow_match::match_flow_schema(
-            &schemas,
-            &FlowRequest {
-                user: &collect_user,
-                verb: &r.verb,
-                resource: joined
-                    .clone()
-                    .map(|res| (r.group.as_str(), res, r.namespace.as_deref())),
-                path: &r.path,
-            },
-        )
-        .map(|m| m.name);
-        let info = RequestInfo {
+        let given = FlowRequest {
+            user: &collect_user,
+            verb: &r.verb,
+            resource: joined
+                .clone()
+                .map(|res| (r.group.as_str(), res, r.namespace.as_deref())),
+            path: &r.path,
+        };
+        let target = r.method.as_deref().map(|m| {
+            let method = match m {
+                "GET" => Method::Get,
+                "POST" => Method::DryRunCreate,
+                "PUT" => Method::DryRunUpdate,
+                other => panic!("{}: why sends no {other}", c.name),
+            };
+            Target::new(method, &r.path).unwrap_or_else(|e| panic!("{}: {e}", c.name))
+        });
+        let collect_req = match &target {
+            Some(t) => {
+                let derived = FlowRequest::of_target(&collect_user, t);
+                // The path is the case's own; the query (`?watch=1`) is not part of it.
+                if (derived.verb, &derived.resource) != (given.verb, &given.resource) {
+                    failures.push(format!(
+                        "{}: collect::why derives {:?} {:?}, Go {:?} {:?}",
+                        c.name, derived.verb, derived.resource, given.verb, given.resource
+                    ));
+                }
+                derived
+            }
+            None => given,
+        };
+        let collected = flow_match::match_flow_schema(&schemas, &collect_req).map(|m| m.name);
+        let given = RequestInfo {
             path: r.path.clone(),
             method: "GET".into(),
             is_resource: r.resource.is_some(),
@@ -180,6 +206,30 @@ fn flow_schema_matching_agrees_with_apiserver_on_both_sides() {
             subresource: r.subresource.clone(),
             verb: r.verb.clone(),
             query: BTreeMap::new(),
+        };
+        let info = match &r.method {
+            Some(m) => {
+                let derived = RequestInfo::parse(m, &r.path);
+                let fields = |i: &RequestInfo| {
+                    (
+                        i.verb.clone(),
+                        i.group.clone(),
+                        i.resource.clone(),
+                        i.subresource.clone(),
+                        i.namespace.clone(),
+                    )
+                };
+                if fields(&derived) != fields(&given) {
+                    failures.push(format!(
+                        "{}: refserver derives {:?}, Go {:?}",
+                        c.name,
+                        fields(&derived),
+                        fields(&given)
+                    ));
+                }
+                derived
+            }
+            None => given,
         };
         let server_user = authn::UserInfo {
             name: c.user.name.clone(),

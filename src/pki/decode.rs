@@ -92,12 +92,7 @@ pub fn decode_der(der: &[u8], index: usize) -> Result<CertInfo, PemError> {
         index,
         reason: e.to_string(),
     })?;
-    // A time jiff cannot hold becomes the epoch, which reads as expired. RFC 5280 §4.1.2.5's
-    // "no well-defined expiration" value 99991231235959Z is past jiff's maximum
-    // (9999-12-30T22:00Z), so a certificate using it lands here and is judged expired: a known gap.
-    let to_ts = |t: ASN1Time| {
-        jiff::Timestamp::from_second(t.timestamp()).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-    };
+    let to_ts = |t: ASN1Time| asn1_time(t.timestamp());
     let mut dns_names = Vec::new();
     let mut ip_addresses = Vec::new();
     let mut has_san_extension = false;
@@ -160,6 +155,22 @@ pub fn decode_der(der: &[u8], index: usize) -> Result<CertInfo, PemError> {
         is_ca,
         signature_algorithm,
         public_key_algorithm,
+    })
+}
+
+/// An X.509 time (seconds since the epoch, as x509-parser reads UTCTime and GeneralizedTime) as a
+/// `jiff::Timestamp`, clamped to jiff's range.
+///
+/// RFC 5280 §4.1.2.5 gives a certificate with "no well-defined expiration date" the notAfter
+/// `99991231235959Z`, which lies past jiff's maximum (9999-12-30T22:00Z). Clamping keeps it the
+/// latest instant there is, so it never expires; falling back to the epoch instead would report
+/// such a certificate (common for long-lived internal CAs) as expired in 1970. Go's `time.Time`
+/// holds the exact value; no comparison with a collection time can tell the two apart.
+fn asn1_time(seconds: i64) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(seconds).unwrap_or(if seconds > 0 {
+        jiff::Timestamp::MAX
+    } else {
+        jiff::Timestamp::MIN
     })
 }
 

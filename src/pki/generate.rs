@@ -20,7 +20,20 @@ pub struct Validity {
     pub not_after: jiff::Timestamp,
 }
 
+/// RFC 5280 §4.1.2.5: "the notAfter field SHOULD be assigned the GeneralizedTime value of
+/// 99991231235959Z" for a certificate with no well-defined expiration date.
+/// In seconds since the epoch: 9999-12-31T23:59:59Z.
+const NO_WELL_DEFINED_EXPIRY: i64 = 253_402_300_799;
+
 impl Validity {
+    /// Valid from `not_before` with no well-defined expiration (RFC 5280 §4.1.2.5): the
+    /// certificate's notAfter is 99991231235959Z, held here as `jiff::Timestamp::MAX`.
+    pub fn without_expiry(not_before: jiff::Timestamp) -> Self {
+        Validity {
+            not_before,
+            not_after: jiff::Timestamp::MAX,
+        }
+    }
     /// Valid from `days_before` days before `at` until `days_after` days after it.
     pub fn around(at: jiff::Timestamp, days_before: i64, days_after: i64) -> Self {
         Validity {
@@ -144,9 +157,15 @@ impl std::fmt::Debug for TestCa {
 }
 
 // rcgen has no error variant for an out-of-range time, so the nearest one carries the message;
-// callers only print it.
+// callers only print it. `Timestamp::MAX` is what decoding reads RFC 5280 §4.1.2.5's
+// 99991231235959Z as (`super::decode::asn1_time`), so it is written back as that value.
 fn offset(t: jiff::Timestamp) -> Result<time::OffsetDateTime, rcgen::Error> {
-    time::OffsetDateTime::from_unix_timestamp(t.as_second()).map_err(|_| {
+    let seconds = if t == jiff::Timestamp::MAX {
+        NO_WELL_DEFINED_EXPIRY
+    } else {
+        t.as_second()
+    };
+    time::OffsetDateTime::from_unix_timestamp(seconds).map_err(|_| {
         rcgen::Error::InvalidAsn1String(rcgen::InvalidAsn1String::PrintableString(
             "timestamp out of range".into(),
         ))

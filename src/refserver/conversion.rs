@@ -11,6 +11,11 @@
 //! `apiserver_crd_webhook_conversion_duration_seconds` before), and from 1.28 on
 //! `apiserver_conversion_webhook_request_total{result,failure_type}` and
 //! `apiserver_conversion_webhook_duration_seconds{result,failure_type}` (`profile.rs`).
+//!
+//! A list's items are converted in one ConversionReview, in order, as apiextensions-apiserver's
+//! `webhookConverter.Convert` does for an `UnstructuredList` (webhook_converter.go); the answer
+//! must carry the request's uid and exactly as many objects as were sent, each with the uid, name,
+//! namespace and kind of the object at its position, or the whole request fails with Go's words.
 
 use std::time::Instant;
 
@@ -50,19 +55,29 @@ fn crd_of(state: &State, def: &ResourceDef) -> Option<Value> {
     super::registry::crd_for(&state.storage.store, &def.group, &def.resource)
 }
 
+/// How apiextensions-apiserver's `webhookConverter.Convert` (webhook_converter.go) was called:
+/// on an `UnstructuredList` (a list's items) or on one object. The review is the same; the
+/// wording of a bad answer is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    List,
+    Single,
+}
+
 async fn convert(
     state: &State,
     def: &ResourceDef,
-    objs: Vec<Value>,
+    mut objs: Vec<Value>,
     desired: &str,
+    shape: Shape,
 ) -> Result<Vec<Value>, ApiError> {
-    let needs: Vec<bool> = objs
-        .iter()
-        .map(|o| o["apiVersion"].as_str() != Some(desired))
+    // `getObjectsToConvert`: only the objects not already at the desired version are sent.
+    let sent: Vec<usize> = (0..objs.len())
+        .filter(|&i| objs[i]["apiVersion"].as_str() != Some(desired))
         .collect();
-    if !needs.iter().any(|n| *n) {
+    let Some(&first) = sent.first() else {
         return Ok(objs);
-    }
+    };
     let Some(crd) = crd_of(state, def) else {
         return Ok(objs);
     };
@@ -71,85 +86,95 @@ async fn convert(
         .and_then(Value::as_str)
         != Some("Webhook")
     {
-        return Ok(objs
-            .into_iter()
-            .map(|mut o| {
-                o["apiVersion"] = json!(desired);
-                o
-            })
-            .collect());
+        for i in sent {
+            objs[i]["apiVersion"] = json!(desired);
+        }
+        return Ok(objs);
     }
     let crd_name = crd
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let mut out = Vec::with_capacity(objs.len());
-    for (o, need) in objs.into_iter().zip(needs) {
-        if !need {
-            out.push(o);
-            continue;
-        }
-        let from = o["apiVersion"].as_str().unwrap_or("").to_string();
-        let started = Instant::now();
-        let result = call(state, &crd, &o, desired).await;
-        let ok = result.is_ok();
+    // The version Go names is the one the objects are stored at (`in`'s GroupVersionKind):
+    // `conversion webhook for stable.example.com/v1, Kind=CronTab failed: …` when reading v2.
+    let from = objs[first]["apiVersion"].as_str().unwrap_or("").to_string();
+    let gvk = format!("{from}, Kind={}", def.kind);
+    // One ConversionReview for all of them, in order, as `webhookConverter.Convert` sends an
+    // `UnstructuredList`'s items: a list of N objects is one webhook call, not N.
+    let originals: Vec<Value> = sent.iter().map(|&i| objs[i].clone()).collect();
+    let started = Instant::now();
+    let result = call(state, &crd, &originals, desired, shape).await;
+    let ok = result.is_ok();
+    state.observability.metrics.observe(
+        state.profile.crd_conversion_histogram(),
+        CRD_DURATION_BUCKETS,
+        &[&crd_name, &from, if ok { "true" } else { "false" }, desired],
+        started.elapsed().as_secs_f64(),
+    );
+    let (failure_type, outcome) = match &result {
+        Ok(_) => ("", "success"),
+        Err(e) => (e.failure_type, "failure"),
+    };
+    if state.profile.has_conversion_webhook_families() {
+        state
+            .observability
+            .metrics
+            .inc(&REQUESTS, &[failure_type, outcome]);
         state.observability.metrics.observe(
-            state.profile.crd_conversion_histogram(),
-            CRD_DURATION_BUCKETS,
-            &[&crd_name, &from, if ok { "true" } else { "false" }, desired],
+            &DURATION,
+            DURATION_BUCKETS,
+            &[failure_type, outcome],
             started.elapsed().as_secs_f64(),
         );
-        let webhook_families = state.profile.has_conversion_webhook_families();
-        match result {
-            Ok(converted) => {
-                if webhook_families {
-                    state.observability.metrics.inc(&REQUESTS, &["", "success"]);
-                    state.observability.metrics.observe(
-                        &DURATION,
-                        DURATION_BUCKETS,
-                        &["", "success"],
-                        started.elapsed().as_secs_f64(),
-                    );
-                }
-                out.push(converted);
-            }
-            Err((failure_type, cause)) => {
-                if webhook_families {
-                    state
-                        .observability
-                        .metrics
-                        .inc(&REQUESTS, &[failure_type, "failure"]);
-                    state.observability.metrics.observe(
-                        &DURATION,
-                        DURATION_BUCKETS,
-                        &[failure_type, "failure"],
-                        started.elapsed().as_secs_f64(),
-                    );
-                }
-                return Err(ApiError::plain_error(format!(
-                    "conversion webhook for {from}, Kind={} failed: {cause}",
-                    def.kind
-                )));
-            }
-        }
     }
-    Ok(out)
+    match result {
+        Ok(converted) => {
+            for (i, c) in sent.into_iter().zip(converted) {
+                objs[i] = c;
+            }
+            Ok(objs)
+        }
+        Err(e) => Err(ApiError::plain_error(format!(
+            "conversion webhook for {gvk} {}",
+            e.text
+        ))),
+    }
 }
+
+/// A failed conversion: the `failure_type` label of `apiserver_conversion_webhook_request_total`
+/// and the text Go puts after `conversion webhook for <gvk> ` (`failed: …` or `returned …`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Failure {
+    failure_type: &'static str,
+    text: String,
+}
+
+impl Failure {
+    fn new(failure_type: &'static str, text: String) -> Self {
+        Failure { failure_type, text }
+    }
+}
+
+const CALL: &str = "conversion_webhook_call_failure";
+const MALFORMED: &str = "conversion_webhook_malformed_response_failure";
+const PARTIAL: &str = "conversion_webhook_partial_response_failure";
+const INVALID: &str = "conversion_webhook_invalid_converted_object_failure";
 
 async fn call(
     state: &State,
     crd: &Value,
-    obj: &Value,
+    objs: &[Value],
     desired: &str,
-) -> Result<Value, (&'static str, String)> {
+    shape: Shape,
+) -> Result<Vec<Value>, Failure> {
     let cc = crd
         .pointer("/spec/conversion/webhook/clientConfig")
         .cloned()
         .unwrap_or(Value::Null);
     // A conversion webhook has no `timeoutSeconds` (admission webhooks do): the 30 s here is the
     // fixed bound the module doc's `?timeout=30s` shows.
-    let target = webhook_target(&cc, 30).map_err(|e| ("conversion_webhook_call_failure", e))?;
+    let target = webhook_target(&cc, 30).map_err(|e| Failure::new(CALL, format!("failed: {e}")))?;
     let url = target.url();
     let uid = format!(
         "c0a7e25e-0000-4000-8000-{:012x}",
@@ -158,7 +183,7 @@ async fn call(
     let review = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "ConversionReview",
-        "request": {"uid": uid, "desiredAPIVersion": desired, "objects": [obj]}
+        "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objs}
     });
     let out = Outbound {
         method: "POST",
@@ -182,12 +207,8 @@ async fn call(
             .to_bytes();
         Ok::<_, String>((status, body))
     };
-    let call_failure = |cause: String| {
-        (
-            "conversion_webhook_call_failure",
-            format!("Post \"{url}\": {cause}"),
-        )
-    };
+    let call_failure =
+        |cause: String| Failure::new(CALL, format!("failed: Post \"{url}\": {cause}"));
     let (status, body) =
         match tokio::time::timeout(std::time::Duration::from_secs(30), exchange).await {
             Err(_) => return Err(call_failure("context deadline exceeded".into())),
@@ -195,59 +216,146 @@ async fn call(
             Ok(Ok(r)) => r,
         };
     if !(200..300).contains(&status) {
-        return Err((
-            "conversion_webhook_call_failure",
+        return Err(Failure::new(
+            CALL,
             format!(
-                "an error on the server (\"{}\") has prevented the request from succeeding",
+                "failed: an error on the server (\"{}\") has prevented the request from succeeding",
                 String::from_utf8_lossy(&body).trim()
             ),
         ));
     }
-    let parsed: Value = serde_json::from_slice(&body).map_err(|e| {
-        (
-            "conversion_webhook_malformed_response_failure",
-            format!("unmarshal failed: {e}"),
-        )
-    })?;
-    let response = &parsed["response"];
+    let parsed: Value = serde_json::from_slice(&body)
+        .map_err(|e| Failure::new(MALFORMED, format!("failed: unmarshal failed: {e}")))?;
+    converted_objects(objs, &uid, desired, shape, &parsed)
+}
+
+/// Check a ConversionReview v1 answer to the review of `sent` (request `uid`) and return the
+/// converted objects, in Go's order of checks: `getConvertedObjectsFromResponse` (a response, the
+/// request's uid, `result.status`), then `Convert`'s count — as many objects back as were sent —
+/// then, object by object in order, the version, the kind, `validateConvertedObject` (same kind,
+/// name, namespace and uid as the object sent at that position) and `restoreObjectMeta` (the
+/// metadata is the original's; only labels and annotations come from the webhook).
+fn converted_objects(
+    sent: &[Value],
+    uid: &str,
+    desired: &str,
+    shape: Shape,
+    parsed: &Value,
+) -> Result<Vec<Value>, Failure> {
+    let malformed = |text: String| Failure::new(MALFORMED, format!("failed: {text}"));
+    let Some(response) = parsed.get("response").filter(|r| r.is_object()) else {
+        return Err(malformed("no response provided".into()));
+    };
+    let got_uid = response["uid"].as_str().unwrap_or("");
+    if got_uid != uid {
+        return Err(malformed(format!(
+            "expected response.uid={uid:?}, got {got_uid:?}"
+        )));
+    }
     // A 200 with `result.status: Failure` is the webhook refusing the conversion: the call worked,
-    // the read still fails (`if response.Result.Status != StatusSuccess` in webhook_converter.go).
-    if response["result"]["status"] != "Success" {
-        return Err((
-            "conversion_webhook_malformed_response_failure",
-            response["result"]["message"]
+    // the read still fails.
+    let result_status = response["result"]["status"].as_str().unwrap_or("");
+    if result_status != "Success" {
+        return Err(malformed(
+            match response["result"]["message"]
                 .as_str()
-                .unwrap_or("conversion failed")
-                .to_string(),
+                .filter(|m| !m.is_empty())
+            {
+                Some(m) => m.to_string(),
+                None => format!("response.result.status was '{result_status}', not 'Success'"),
+            },
         ));
     }
-    let converted = response["convertedObjects"]
+    let converted: Vec<Value> = response["convertedObjects"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    match converted.as_slice() {
-        [] => Err((
-            "conversion_webhook_no_objects_returned_failure",
-            "no objects returned".into(),
-        )),
-        // The API server checks each returned object's apiVersion against the desired one, so a
-        // webhook that echoes its input unconverted fails here rather than storing the wrong version.
-        [one] if one["apiVersion"] == desired => Ok(one.clone()),
-        [one] => Err((
-            "conversion_webhook_invalid_converted_object_failure",
+    if converted.len() != sent.len() {
+        return Err(Failure::new(
+            PARTIAL,
             format!(
-                "returned invalid converted object at index 0: invalid apiVersion {:?}, expected {desired:?}",
-                one["apiVersion"].as_str().unwrap_or("")
+                "returned {} objects, expected {}",
+                converted.len(),
+                sent.len()
             ),
-        )),
-        more => Err((
-            "conversion_webhook_partial_response_failure",
-            format!("returned {} objects, expected 1", more.len()),
-        )),
+        ));
     }
+    let mut out = Vec::with_capacity(sent.len());
+    for (i, (original, mut c)) in sent.iter().zip(converted).enumerate() {
+        // Go's list loop counts the object before checking it, so its messages name index i+1;
+        // a single object's name index 0.
+        let (invalid, invalid_meta) = match shape {
+            Shape::List => (
+                format!("returned invalid converted object at index {}", i + 1),
+                format!("returned invalid metadata in object at index {}", i + 1),
+            ),
+            Shape::Single => (
+                "returned invalid object at index 0".to_string(),
+                "returned invalid metadata".to_string(),
+            ),
+        };
+        let s = |v: &Value, p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let (got_gv, want_kind, got_kind) =
+            (s(&c, "/apiVersion"), s(original, "/kind"), s(&c, "/kind"));
+        if got_gv != desired {
+            return Err(Failure::new(
+                INVALID,
+                format!("{invalid}: invalid groupVersion (expected {desired}, received {got_gv})"),
+            ));
+        }
+        if got_kind != want_kind {
+            return Err(Failure::new(
+                INVALID,
+                format!("{invalid}: invalid kind (expected {want_kind}, received {got_kind})"),
+            ));
+        }
+        // `validateConvertedObject`; a single object's message has no index.
+        let invalid_object = match shape {
+            Shape::List => invalid.clone(),
+            Shape::Single => "returned invalid object".to_string(),
+        };
+        for (field, pointer) in [
+            ("name", "/metadata/name"),
+            ("namespace", "/metadata/namespace"),
+            ("UID", "/metadata/uid"),
+        ] {
+            let (e, a) = (s(original, pointer), s(&c, pointer));
+            if e != a {
+                return Err(Failure::new(
+                    INVALID,
+                    format!("{invalid_object}: must have the same {field}: {e} != {a}"),
+                ));
+            }
+        }
+        let Some(returned) = c.get("metadata").cloned() else {
+            return Err(Failure::new(
+                INVALID,
+                format!("{invalid_meta}: missing metadata in converted object"),
+            ));
+        };
+        let mut meta = original.get("metadata").cloned().unwrap_or(json!({}));
+        for field in ["labels", "annotations"] {
+            match returned.get(field).filter(|v| !v.is_null()) {
+                Some(v) => meta[field] = v.clone(),
+                None => {
+                    if let Some(m) = meta.as_object_mut() {
+                        m.remove(field);
+                    }
+                }
+            }
+        }
+        c["metadata"] = meta;
+        out.push(c);
+    }
+    Ok(out)
 }
 
-/// Convert objects read from storage to the version of the request.
+/// Convert an object read from storage to the version of the request.
 ///
 /// # Errors
 /// A failed conversion webhook call.
@@ -259,7 +367,24 @@ pub async fn to_version(
     if !def.custom {
         return Ok(objs);
     }
-    convert(state, def, objs, &def.api_version()).await
+    convert(state, def, objs, &def.api_version(), Shape::Single).await
+}
+
+/// Convert a list's items read from storage to the version of the request: one ConversionReview
+/// for all of them (apiextensions-apiserver converts the `UnstructuredList` in one call).
+///
+/// # Errors
+/// A failed conversion webhook call, or an answer Go refuses (fewer or more objects than sent,
+/// an object whose uid, name, namespace or kind changed).
+pub async fn list_to_version(
+    state: &State,
+    def: &ResourceDef,
+    items: Vec<Value>,
+) -> Result<Vec<Value>, ApiError> {
+    if !def.custom {
+        return Ok(items);
+    }
+    convert(state, def, items, &def.api_version(), Shape::List).await
 }
 
 /// Convert an object written at the request's version to the storage version.
@@ -271,8 +396,133 @@ pub async fn to_storage(state: &State, def: &ResourceDef, obj: Value) -> Result<
         return Ok(obj);
     }
     let storage = format!("{}/{}", def.group, def.storage_version);
-    Ok(convert(state, def, vec![obj], &storage)
+    Ok(convert(state, def, vec![obj], &storage, Shape::Single)
         .await?
         .pop()
         .unwrap_or(Value::Null))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crontab(name: &str, uid: &str) -> Value {
+        json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+               "metadata": {"name": name, "namespace": "default", "uid": uid, "resourceVersion": "7",
+                            "labels": {"app": name}}})
+    }
+
+    fn answer(uid: &str, objs: &[Value]) -> Value {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+               "response": {"uid": uid, "convertedObjects": objs, "result": {"status": "Success"}}})
+    }
+
+    fn to_v2(o: &Value) -> Value {
+        let mut o = o.clone();
+        o["apiVersion"] = json!("stable.example.com/v2");
+        o
+    }
+
+    const V2: &str = "stable.example.com/v2";
+
+    // webhook_converter.go `Convert`: the converted objects come back in the order sent, and the
+    // metadata is the original's except labels and annotations (`restoreObjectMeta`).
+    #[test]
+    fn an_answer_with_every_object_in_order_is_taken() {
+        let sent = [crontab("a", "u-a"), crontab("b", "u-b")];
+        let mut b = to_v2(&sent[1]);
+        b["metadata"]["resourceVersion"] = json!("999");
+        b["metadata"]["labels"] = json!({"app": "b", "converted": "yes"});
+        let got = converted_objects(
+            &sent,
+            "r1",
+            V2,
+            Shape::List,
+            &answer("r1", &[to_v2(&sent[0]), b]),
+        )
+        .unwrap();
+        assert_eq!(got[0], to_v2(&sent[0]));
+        assert_eq!(got[1]["metadata"]["resourceVersion"], "7");
+        assert_eq!(got[1]["metadata"]["labels"]["converted"], "yes");
+    }
+
+    // `len(convertedObjects) != len(objectsToConvert)` fails the whole request.
+    #[test]
+    fn fewer_or_more_objects_than_sent_fail_the_request() {
+        let sent = [crontab("a", "u-a"), crontab("b", "u-b")];
+        for back in [
+            vec![to_v2(&sent[0])],
+            vec![to_v2(&sent[0]), to_v2(&sent[1]), to_v2(&sent[1])],
+        ] {
+            let e =
+                converted_objects(&sent, "r1", V2, Shape::List, &answer("r1", &back)).unwrap_err();
+            assert_eq!(e.failure_type, PARTIAL);
+            assert_eq!(
+                e.text,
+                format!("returned {} objects, expected 2", back.len())
+            );
+        }
+        let e =
+            converted_objects(&sent[..1], "r1", V2, Shape::Single, &answer("r1", &[])).unwrap_err();
+        assert_eq!(e.text, "returned 0 objects, expected 1");
+    }
+
+    // `validateConvertedObject`: each object keeps the uid of the one sent at its position, so an
+    // answer in another order, or one whose uid is missing, is refused.
+    #[test]
+    fn a_changed_or_missing_uid_fails_the_request() {
+        let sent = [crontab("a", "u-a"), crontab("b", "u-b")];
+        let swapped = [to_v2(&sent[1]), to_v2(&sent[0])];
+        let e =
+            converted_objects(&sent, "r1", V2, Shape::List, &answer("r1", &swapped)).unwrap_err();
+        assert_eq!(e.failure_type, INVALID);
+        assert_eq!(
+            e.text,
+            "returned invalid converted object at index 1: must have the same name: a != b"
+        );
+        let mut no_uid = to_v2(&sent[1]);
+        no_uid["metadata"].as_object_mut().unwrap().remove("uid");
+        let e = converted_objects(
+            &sent,
+            "r1",
+            V2,
+            Shape::List,
+            &answer("r1", &[to_v2(&sent[0]), no_uid]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.text,
+            "returned invalid converted object at index 2: must have the same UID: u-b != "
+        );
+        let mut other = to_v2(&sent[0]);
+        other["metadata"]["uid"] = json!("u-x");
+        let e = converted_objects(&sent[..1], "r1", V2, Shape::Single, &answer("r1", &[other]))
+            .unwrap_err();
+        assert_eq!(
+            e.text,
+            "returned invalid object: must have the same UID: u-a != u-x"
+        );
+    }
+
+    // `getConvertedObjectsFromResponse`: the review must answer this request.
+    #[test]
+    fn an_answer_to_another_review_is_malformed() {
+        let sent = [crontab("a", "u-a")];
+        let e = converted_objects(
+            &sent,
+            "r1",
+            V2,
+            Shape::Single,
+            &answer("r2", &[to_v2(&sent[0])]),
+        )
+        .unwrap_err();
+        assert_eq!(e.failure_type, MALFORMED);
+        assert_eq!(e.text, "failed: expected response.uid=\"r1\", got \"r2\"");
+        let e =
+            converted_objects(&sent, "r1", V2, Shape::Single, &answer("r1", &sent)).unwrap_err();
+        assert_eq!(
+            e.text,
+            "returned invalid object at index 0: invalid groupVersion (expected stable.example.com/v2, received stable.example.com/v1)"
+        );
+    }
 }

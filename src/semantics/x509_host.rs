@@ -10,6 +10,18 @@
 //!   not `a.b.example.com` nor `example.com`; `*.svc` covers `x.svc`). A bare `*` is not a pattern.
 //! * Otherwise (a SAN with a trailing dot, a `*` elsewhere, odd characters) only an exact,
 //!   case-insensitive match counts — Go is used where names are not DNS and always allows that.
+//!
+//! Which Go: the one kube-apiserver's clients are built with across the supported series,
+//! Kubernetes 1.24 (Go 1.18) to the newest (Go 1.25). In that range `VerifyHostname`,
+//! `validHostname` (split into `validHostnamePattern`/`validHostnameInput`, rejecting a bare `*`),
+//! `matchHostnames` and `matchExactly` are the same, and `Certificate.Verify` checks in the same
+//! order — the leaf's validity period, then `VerifyHostname`, then chain building, then extended
+//! key usage (`pki::verify_server_chain` checks the name after the chain; its module doc says
+//! why). Older Go differed, outside the
+//! supported range: before the pattern/input split a bare `*` SAN was a valid pattern and matched
+//! any one-label host (`localhost`); Go up to 1.14 fell back to the Common Name when there were no
+//! SANs (1.15–1.16 only with `GODEBUG=x509ignoreCN=0`, removed in 1.17), and the "legacy Common
+//! Name" message lost its GODEBUG hint in 1.17.
 
 use std::net::IpAddr;
 

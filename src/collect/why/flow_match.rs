@@ -27,6 +27,33 @@ pub struct FlowRequest<'a> {
     pub path: &'a str,
 }
 
+impl<'a> FlowRequest<'a> {
+    /// What APF classifies `target` on when `user` sends it: the fields of apiserver's
+    /// `RequestInfo` (`RequestInfoFactory.NewRequestInfo`, endpoints/request/requestinfo.go) that
+    /// `matchesResourcePolicyRule` (util/flowcontrol/match.go) reads.
+    ///
+    /// The Namespace object is no exception: for `/api/v1/namespaces/<n>` and its `status` and
+    /// `finalize` subresources `NewRequestInfo` sets `Namespace = <n>` as for any path under
+    /// `namespaces/<n>`, so the rule's `namespaces` decide and `clusterScope` does not; only the
+    /// collection `/api/v1/namespaces` (list, watch, create) has no namespace. The subresource is
+    /// the one segment after the name (`Parts[2]`); deeper segments (`pods/p/proxy/healthz`) are
+    /// not part of it.
+    pub fn of_target(user: &'a UserInfo, target: &'a super::target::Target) -> Self {
+        FlowRequest {
+            user,
+            verb: &target.verb,
+            resource: target.resource().map(|r| {
+                let resource = match r.subresource.as_deref().and_then(|s| s.split('/').next()) {
+                    Some(sub) => format!("{}/{sub}", r.resource),
+                    None => r.resource.clone(),
+                };
+                (r.group.as_str(), resource, r.namespace.as_deref())
+            }),
+            path: target.bare_path(),
+        }
+    }
+}
+
 fn strs(v: Option<&Value>) -> Vec<&str> {
     v.and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())

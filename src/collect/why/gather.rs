@@ -393,21 +393,7 @@ pub(super) async fn gather(
     match flow {
         Ok((schemas, levels)) => {
             if let Some(u) = &user {
-                let req = FlowRequest {
-                    user: u,
-                    verb: &target.verb,
-                    resource: resource.map(|r| {
-                        (
-                            r.group.as_str(),
-                            r.resource_with_subresource(),
-                            r.namespace
-                                .as_deref()
-                                .filter(|_| r.resource != "namespaces"),
-                        )
-                    }),
-                    path: target.bare_path(),
-                };
-                flow_schema = match_flow_schema(&schemas, &req);
+                flow_schema = match_flow_schema(&schemas, &FlowRequest::of_target(u, target));
             }
             let kept = keep_flow_objects(
                 &schemas,

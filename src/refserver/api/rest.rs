@@ -135,7 +135,7 @@ async fn list(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Api
         meta["continue"] = json!(base64::engine::general_purpose::STANDARD.encode(last));
         meta["remainingItemCount"] = json!(remaining);
     }
-    let items = conversion::to_version(state, def, items).await?;
+    let items = conversion::list_to_version(state, def, items).await?;
     // `kubectl get` asks for `as=Table` and prints the server's columns; without it kubectl would
     // fall back to its own printers and the output would not look like a real cluster's.
     if table::wants_table(call.accept) {

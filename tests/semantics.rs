@@ -265,6 +265,13 @@ struct WebhookCase {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WebhookReq {
+    /// With `path`: each side derives the request from them as for a real one (`why`'s
+    /// `Target` → `AdmissionRequest::of_target`, the server's `RequestInfo::parse`), and the
+    /// fields below are what Go's `RequestInfoFactory` derives, checked on both sides.
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
     operation: String,
     group: String,
     version: String,
@@ -326,21 +333,56 @@ fn webhook_matching_agrees_with_apiserver_on_both_sides() {
             .iter()
             .map(|gv| (gv.group.clone(), gv.version.clone()))
             .collect();
-        let decision = webhook_match::match_webhook(
-            &hook,
-            &AdmissionRequest {
-                operation: &r.operation,
-                group: &r.group,
-                version: &r.version,
-                resource: &r.resource,
-                subresource: &r.subresource,
-                namespace: r.namespaced.then_some("table-ns"),
-                namespace_labels: Some(&ns_labels),
-                object_labels: &obj_labels,
-                equivalents: Some(&equivalents),
-            },
-        )
-        .decision;
+        let given = AdmissionRequest {
+            operation: &r.operation,
+            group: &r.group,
+            version: &r.version,
+            resource: &r.resource,
+            subresource: &r.subresource,
+            namespace: r.namespaced.then_some("table-ns"),
+            namespace_labels: Some(&ns_labels),
+            object_labels: &obj_labels,
+            equivalents: Some(&equivalents),
+        };
+        let target = r.method.as_deref().map(|m| {
+            let method = match m {
+                "POST" => Method::DryRunCreate,
+                "PUT" => Method::DryRunUpdate,
+                other => panic!("{}: why writes with POST or PUT, not {other}", c.name),
+            };
+            let path = r.path.as_deref().expect("a method comes with a path");
+            Target::new(method, path).unwrap_or_else(|e| panic!("{}: {e}", c.name))
+        });
+        let request = match &target {
+            Some(t) => {
+                let derived = AdmissionRequest::of_target(t, Some(&ns_labels), &obj_labels)
+                    .unwrap_or_else(|| panic!("{}: not a write of a resource", c.name));
+                let fields = |a: &AdmissionRequest<'_>| {
+                    (
+                        a.operation.to_string(),
+                        a.group.to_string(),
+                        a.version.to_string(),
+                        a.resource.to_string(),
+                        a.subresource.to_string(),
+                        a.namespace.is_some(),
+                    )
+                };
+                if fields(&derived) != fields(&given) {
+                    failures.push(format!(
+                        "{}: collect::why derives {:?}, Go {:?}",
+                        c.name,
+                        fields(&derived),
+                        fields(&given)
+                    ));
+                }
+                AdmissionRequest {
+                    equivalents: Some(&equivalents),
+                    ..derived
+                }
+            }
+            None => given,
+        };
+        let decision = webhook_match::match_webhook(&hook, &request).decision;
         let collected = decision == Decision::Called;
         let def = ResourceDef {
             group: r.group.clone(),
@@ -374,12 +416,42 @@ fn webhook_matching_agrees_with_apiserver_on_both_sides() {
                 ..def.clone()
             }))
             .collect();
+        let subresource = match (&r.method, &r.path) {
+            (Some(m), Some(path)) => {
+                let derived = RequestInfo::parse(m, path);
+                let fields = |i: &RequestInfo| {
+                    (
+                        i.group.clone(),
+                        i.version.clone(),
+                        i.resource.clone(),
+                        i.subresource.clone(),
+                        !i.namespace.is_empty(),
+                    )
+                };
+                let want = (
+                    r.group.clone(),
+                    r.version.clone(),
+                    r.resource.clone(),
+                    r.subresource.clone(),
+                    r.namespaced,
+                );
+                if fields(&derived) != want {
+                    failures.push(format!(
+                        "{}: refserver derives {:?}, Go {want:?}",
+                        c.name,
+                        fields(&derived)
+                    ));
+                }
+                derived.subresource
+            }
+            _ => r.subresource.clone(),
+        };
         let served = admission::invocation(
             w,
             &def,
             &registry,
             op,
-            &r.subresource,
+            &subresource,
             &r.namespace_labels,
             &object,
         )

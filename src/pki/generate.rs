@@ -260,7 +260,7 @@ impl TestCa {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pki::{decode_pem, verify_server_chain};
+    use crate::pki::{VerifyError, decode_pem, verify_server_chain};
 
     fn at() -> jiff::Timestamp {
         "2026-11-29T08:00:00Z".parse().unwrap()
@@ -308,6 +308,31 @@ mod tests {
         assert_eq!(
             wrong_name.to_string(),
             "x509: certificate is valid for api.wardle-system.svc, localhost, not api.other.svc"
+        );
+        // Wrongly named AND signed by an unknown CA: Go's `Verify` (crypto/x509/verify.go, 1.10 →
+        // 1.25) calls `VerifyHostname` before `buildChains`, so the name is what it reports.
+        let both_wrong = verify_server_chain(
+            &chain,
+            std::slice::from_ref(&other.cert_der),
+            "api.other.svc",
+            now,
+        )
+        .unwrap_err();
+        assert_eq!(both_wrong, wrong_name);
+        // The leaf's own validity comes before both.
+        let expired_elsewhere = verify_server_chain(
+            &chain,
+            std::slice::from_ref(&other.cert_der),
+            "api.other.svc",
+            "2031-01-01T00:00:00Z".parse().unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                expired_elsewhere,
+                VerifyError::Validity { expired: true, .. }
+            ),
+            "{expired_elsewhere}"
         );
         let expired = ca
             .issue(&LeafSpec::server(

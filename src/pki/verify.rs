@@ -1,18 +1,18 @@
 //! Verify a served chain against a caBundle and a server name, failing in Go's words.
 //!
-//! The order of checks is Go's (`crypto/x509.(*Certificate).Verify`): the leaf's validity period
-//! first, then the chain to a trusted root (an unusable candidate root becomes the "possibly because
-//! of …" hint), then the host name. Chain building itself is rustls-webpki's; only the wording and the
-//! order are Go's, so that text from a real kube-apiserver, from the reference server and from
-//! extpath's own handshake can be matched by the same rules.
+//! The order of checks is Go's (`crypto/x509.(*Certificate).Verify`, the same in every release
+//! from 1.10 to 1.25): the leaf's validity period first, then the host name (`VerifyHostname`; a
+//! server name is always given here), and only then the chain to a trusted root (an unusable
+//! candidate root becomes the "possibly because of …" hint) and the key usage. So a leaf that is
+//! both wrongly named and signed by an unknown CA reports the name, as Go does. Chain building
+//! itself is rustls-webpki's; only the wording and the order are Go's, so that text from a real
+//! kube-apiserver, from the reference server and from extpath's own handshake can be matched by
+//! the same rules.
 //!
-//! Two known differences from golang/go at HEAD (`src/crypto/x509/verify.go`), kept because the
-//! rules and snapshots depend on the current text: HEAD calls `VerifyHostname` right after the
-//! leaf's own validity, before `buildChains`, so a leaf that is both wrongly signed and wrongly
-//! named reports the name there and the authority here; and HEAD reports a root that is outside its
-//! validity as that root's own `certificate has expired` error, where this module reports unknown
-//! authority with the expiry as the hint. Both messages contain the same `x509: …` phrases the
-//! rules match on.
+//! One known difference from golang/go (`src/crypto/x509/verify.go`), kept because the rules and
+//! snapshots depend on the current text: Go reports a root that is outside its validity as that
+//! root's own `certificate has expired` error, where this module reports unknown authority with the
+//! expiry as the hint. Both messages contain the same `x509: …` phrases the rules match on.
 
 use rustls_pki_types::{CertificateDer, UnixTime};
 
@@ -140,6 +140,10 @@ pub fn verify_server_chain(
             bound: rfc3339(leaf.not_before),
         });
     }
+    // Go's `Verify` calls `VerifyHostname` right after the leaf's own validity and before
+    // `buildChains` (crypto/x509/verify.go, 1.10 → 1.25): a wrongly named leaf from an unknown CA
+    // is reported by its name.
+    check_hostname(&leaf, server_name)?;
 
     // webpki trust anchors carry no validity period, so a root outside its own period must be
     // left out of the anchors or it would still verify the chain (a caBundle whose CA expired
@@ -220,8 +224,7 @@ pub fn verify_server_chain(
             other => VerifyError::Other(format!("{other:?}")),
         });
     }
-
-    check_hostname(&leaf, server_name)
+    Ok(())
 }
 
 // Go's `UnknownAuthorityError.Error` falls back from the CN to the first Organization, then to

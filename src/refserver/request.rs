@@ -102,8 +102,12 @@ impl RequestInfo {
             info.query.get("watch").map(String::as_str),
             Some("1") | Some("true")
         );
+        // requestinfo.go: the `/watch/` prefix sets the verb outright; otherwise only a GET that
+        // names no object (a list) reads `watch`, so a named GET with `?watch=1` is a `get`. (A
+        // list's `fieldSelector=metadata.name=…` sets the name only after the verb is decided.)
         info.verb = match info.method.as_str() {
-            "GET" | "HEAD" if watch_path || watch_param => "watch",
+            "GET" | "HEAD" if watch_path => "watch",
+            "GET" | "HEAD" if watch_param && info.name.is_empty() => "watch",
             "GET" | "HEAD" if info.name.is_empty() => "list",
             "GET" | "HEAD" => "get",
             "POST" => "create",
@@ -210,6 +214,10 @@ mod tests {
         );
         let w = RequestInfo::parse("GET", "/api/v1/configmaps?watch=1&resourceVersion=5");
         assert_eq!(w.verb, "watch");
+        let g = RequestInfo::parse("GET", "/api/v1/namespaces/a/configmaps/x?watch=1");
+        assert_eq!((g.verb.as_str(), g.name.as_str()), ("get", "x"));
+        let p = RequestInfo::parse("GET", "/api/v1/watch/namespaces/a/configmaps/x");
+        assert_eq!((p.verb.as_str(), p.name.as_str()), ("watch", "x"));
         let d = RequestInfo::parse("GET", "/apis/wardle.example.com/v1alpha1");
         assert!(!d.is_resource);
         assert_eq!(d.metric_subresource(), "/apis/wardle.example.com/v1alpha1");

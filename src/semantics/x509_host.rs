@@ -16,9 +16,8 @@
 //! `validHostname` (split into `validHostnamePattern`/`validHostnameInput`, rejecting a bare `*`),
 //! `matchHostnames` and `matchExactly` are the same, and `Certificate.Verify` checks in the same
 //! order — the leaf's validity period, then `VerifyHostname`, then chain building, then extended
-//! key usage (`pki::verify_server_chain` checks the name after the chain; its module doc says
-//! why). Older Go differed, outside the
-//! supported range: before the pattern/input split a bare `*` SAN was a valid pattern and matched
+//! key usage, which `pki::verify_server_chain` follows. Older Go differed, outside the supported
+//! range: before the pattern/input split a bare `*` SAN was a valid pattern and matched
 //! any one-label host (`localhost`); Go up to 1.14 fell back to the Common Name when there were no
 //! SANs (1.15–1.16 only with `GODEBUG=x509ignoreCN=0`, removed in 1.17), and the "legacy Common
 //! Name" message lost its GODEBUG hint in 1.17.

@@ -42,13 +42,9 @@ impl<'a> FlowRequest<'a> {
         FlowRequest {
             user,
             verb: &target.verb,
-            resource: target.resource().map(|r| {
-                let resource = match r.subresource.as_deref().and_then(|s| s.split('/').next()) {
-                    Some(sub) => format!("{}/{sub}", r.resource),
-                    None => r.resource.clone(),
-                };
-                (r.group.as_str(), resource, r.namespace.as_deref())
-            }),
+            resource: target
+                .attributes()
+                .map(|a| (a.group, a.resource_with_subresource(), a.namespace)),
             path: target.bare_path(),
         }
     }

@@ -286,10 +286,13 @@ pub(super) async fn gather(
     // The webhooks a write goes through (an aggregated write is admitted by the extension server).
     let mut webhooks = Vec::new();
     let mut not_in_rules = 0;
-    if let (Some(write), Some(r), Some((validating, mutating))) =
-        (&write, resource, webhook_configs)
-        && serving != Serving::Aggregated
-        && !exempt_from_webhooks(&r.group, &r.resource)
+    if let (Some(write), Some(attributes), Some(operation), Some((validating, mutating))) = (
+        &write,
+        target.attributes(),
+        target.method.operation(),
+        webhook_configs,
+    ) && serving != Serving::Aggregated
+        && !exempt_from_webhooks(attributes.group, attributes.resource)
     {
         // Mutating before validating: the order the API server's admission chain calls them in
         // (MutatingAdmissionWebhook runs before ValidatingAdmissionWebhook), so the trace lists
@@ -335,15 +338,13 @@ pub(super) async fn gather(
             // labels would wrongly exclude the webhook; `match_webhook` says "undecided" instead.
             _ => None,
         };
-        let operation = target.method.operation().unwrap_or("CREATE");
-        let subresource = r.subresource.clone().unwrap_or_default();
         // What matchPolicy Equivalent may convert to: a custom resource's served versions (its
         // CRD registers each with the API server's EquivalentResourceRegistry). Which versions
         // serve a subresource, and which built-ins share storage, the bundle does not say.
         let equivalents: Option<Vec<(String, String)>> = scratch
             .crds
             .last()
-            .filter(|_| serving == Serving::CustomResource && subresource.is_empty())
+            .filter(|_| serving == Serving::CustomResource && attributes.subresource.is_empty())
             .map(|c| {
                 c.versions
                     .iter()
@@ -351,16 +352,15 @@ pub(super) async fn gather(
                     .map(|v| (c.group.clone(), v.name.clone()))
                     .collect()
             });
+        // The request as `Target::attributes` derives it, the derivation APF matching uses too.
         let attrs = AdmissionRequest {
-            operation,
-            group: &r.group,
-            version: &r.version,
-            resource: &r.resource,
-            subresource: &subresource,
-            namespace: r.namespace.as_deref(),
-            namespace_labels: labels.as_ref(),
-            object_labels: write.object_labels,
             equivalents: equivalents.as_deref(),
+            ..AdmissionRequest::of_attributes(
+                operation,
+                attributes,
+                labels.as_ref(),
+                write.object_labels,
+            )
         };
         for w in &all.webhooks {
             let m = match_webhook(w, &attrs);

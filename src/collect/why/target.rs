@@ -44,6 +44,38 @@ fn parse_method(s: &str) -> Result<Method, TargetError> {
     }
 }
 
+/// What kube-apiserver's `RequestInfoFactory.NewRequestInfo` (apiserver
+/// endpoints/request/requestinfo.go) makes of a target that addresses a resource: the fields APF
+/// (`FlowRequest::of_target`) and admission (`AdmissionRequest::of_target`) match on, derived in
+/// one place so the two cannot read the same path differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestAttributes<'a> {
+    /// The Kubernetes verb ([`Target::verb`]).
+    pub verb: &'a str,
+    /// Group (`""` core).
+    pub group: &'a str,
+    /// Version.
+    pub version: &'a str,
+    /// Namespace (`None` for cluster scope).
+    pub namespace: Option<&'a str>,
+    /// Resource (plural).
+    pub resource: &'a str,
+    /// `""` or the one segment after the name (`Parts[2]`): Go keeps nothing deeper, so
+    /// `pods/p/proxy/healthz` is subresource `proxy`.
+    pub subresource: &'a str,
+}
+
+impl RequestAttributes<'_> {
+    /// `resource` or `resource/subresource`, as APF, RBAC and webhook rules spell it.
+    pub fn resource_with_subresource(&self) -> String {
+        if self.subresource.is_empty() {
+            self.resource.to_string()
+        } else {
+            format!("{}/{}", self.resource, self.subresource)
+        }
+    }
+}
+
 /// One request to send: method, path with query, and what it addresses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {
@@ -116,15 +148,25 @@ impl Target {
         }
         let addressed = addressed(&parts).map_err(|why| bad(&why))?;
         let watch_param = query_has_watch(query);
-        let method = if method == Method::Get && watch_param {
+        let names_object = matches!(&addressed, Addressed::Resource(r) if r.name.is_some());
+        // RequestInfoFactory.NewRequestInfo (apiserver endpoints/request/requestinfo.go) reads
+        // `watch` only when the path names no object (a list); a GET of a named object stays a
+        // `get` whatever its query, and its handler answers with the object, not a stream. (A
+        // list's `fieldSelector=metadata.name=…` sets the name after the verb is decided, so
+        // such a watch stays a watch.)
+        let method = if method == Method::Get && watch_param && !names_object {
             Method::Watch
         } else {
             method
         };
-        let names_object = matches!(&addressed, Addressed::Resource(r) if r.name.is_some());
         if method == Method::List && names_object {
             return Err(bad(
                 "LIST needs a collection path; this one names an object (use GET)",
+            ));
+        }
+        if method == Method::Watch && names_object {
+            return Err(bad(
+                "WATCH needs a collection path; kube-apiserver serves a named object with watch=1 as a plain get (watch one object with ?fieldSelector=metadata.name=NAME on its collection)",
             ));
         }
         if method == Method::Watch && !matches!(addressed, Addressed::Resource(_)) {
@@ -140,7 +182,7 @@ impl Target {
             full.push_str("dryRun=All");
         }
         // The verb RequestInfoFactory derives, which authorization and APF classification see:
-        // a GET of a collection is `list`, of one object `get`, and `watch=` makes it `watch`.
+        // a GET of a collection is `list`, of one object `get`, and `watch=` makes a list `watch`.
         let verb = match method {
             Method::Watch => "watch",
             Method::DryRunCreate => "create",
@@ -169,6 +211,23 @@ impl Target {
             Addressed::Resource(r) => Some(r),
             _ => None,
         }
+    }
+
+    /// The request attributes kube-apiserver derives for a resource path; `None` for discovery
+    /// and non-resource paths.
+    pub fn attributes(&self) -> Option<RequestAttributes<'_>> {
+        self.resource().map(|r| RequestAttributes {
+            verb: &self.verb,
+            group: &r.group,
+            version: &r.version,
+            namespace: r.namespace.as_deref(),
+            resource: &r.resource,
+            subresource: r
+                .subresource
+                .as_deref()
+                .and_then(|s| s.split('/').next())
+                .unwrap_or(""),
+        })
     }
 
     /// Group and version the path addresses (resource or discovery), if it names both.
@@ -383,6 +442,55 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.path, "/api/v1/namespaces/a/configmaps/x?dryRun=All");
+    }
+
+    #[test]
+    fn a_named_object_is_a_get_whatever_its_watch_parameter() {
+        // requestinfo.go: only a GET without a name becomes `list` or `watch`.
+        for q in ["watch=1", "watch=true"] {
+            let t =
+                Target::parse("GET", &format!("/api/v1/namespaces/a/configmaps/x?{q}")).unwrap();
+            assert_eq!((t.method, t.verb.as_str()), (Method::Get, "get"), "{q}");
+            assert_eq!(t.path, format!("/api/v1/namespaces/a/configmaps/x?{q}"));
+        }
+        // A list narrowed to one name by fieldSelector is still a watch.
+        let t = Target::parse(
+            "GET",
+            "/api/v1/namespaces/a/configmaps?fieldSelector=metadata.name%3Dx&watch=1",
+        )
+        .unwrap();
+        assert_eq!((t.method, t.verb.as_str()), (Method::Watch, "watch"));
+        let e = Target::parse("WATCH", "/api/v1/namespaces/a/configmaps/x").unwrap_err();
+        assert!(e.to_string().contains("WATCH needs a collection"), "{e}");
+    }
+
+    #[test]
+    fn attributes_keep_one_subresource_segment() {
+        let t = Target::parse("GET", "/api/v1/namespaces/a/pods/p/proxy/healthz").unwrap();
+        let a = t.attributes().unwrap();
+        assert_eq!(
+            (
+                a.verb,
+                a.group,
+                a.version,
+                a.namespace,
+                a.resource,
+                a.subresource
+            ),
+            ("get", "", "v1", Some("a"), "pods", "proxy")
+        );
+        assert_eq!(a.resource_with_subresource(), "pods/proxy");
+        let t = Target::parse("GET", "/apis/apps/v1/deployments").unwrap();
+        assert_eq!(
+            t.attributes().unwrap().resource_with_subresource(),
+            "deployments"
+        );
+        assert!(
+            Target::parse("GET", "/healthz")
+                .unwrap()
+                .attributes()
+                .is_none()
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 
 use super::flow_match::has_or_star;
+use super::target::{RequestAttributes, Target};
 pub use crate::bundle::trace::{Decision, WebhookMatch};
 use crate::bundle::{LabelSelector, MatchPolicy, Webhook, WebhookRule};
 
@@ -43,6 +44,44 @@ pub struct AdmissionRequest<'a> {
     /// request's own may be among them. `None` when they are not known (a built-in resource: the
     /// registry is not visible from outside the server).
     pub equivalents: Option<&'a [(String, String)]>,
+}
+
+impl<'a> AdmissionRequest<'a> {
+    /// What admission sees of a write `operation` with request attributes `a`
+    /// ([`Target::attributes`], apiserver's `RequestInfo`: one subresource segment, `Parts[2]`,
+    /// as APF matching reads it). `equivalents` is left unknown.
+    pub fn of_attributes(
+        operation: &'a str,
+        a: RequestAttributes<'a>,
+        namespace_labels: Option<&'a BTreeMap<String, String>>,
+        object_labels: &'a BTreeMap<String, String>,
+    ) -> Self {
+        AdmissionRequest {
+            operation,
+            group: a.group,
+            version: a.version,
+            resource: a.resource,
+            subresource: a.subresource,
+            namespace: a.namespace,
+            namespace_labels,
+            object_labels,
+            equivalents: None,
+        }
+    }
+
+    /// [`AdmissionRequest::of_attributes`] for `target`; `None` unless it writes a resource.
+    pub fn of_target(
+        target: &'a Target,
+        namespace_labels: Option<&'a BTreeMap<String, String>>,
+        object_labels: &'a BTreeMap<String, String>,
+    ) -> Option<Self> {
+        Some(Self::of_attributes(
+            target.method.operation()?,
+            target.attributes()?,
+            namespace_labels,
+            object_labels,
+        ))
+    }
 }
 
 fn split_resource(r: &str) -> (&str, &str) {

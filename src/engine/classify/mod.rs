@@ -85,7 +85,7 @@ fn inconclusive_next(s: &Subject) -> Vec<String> {
     match s.kind {
         SubjectKind::ApiService => vec![
             format!("kubectl get apiservice {} -o yaml", s.name),
-            format!("kubectl get --raw /apis/{}", gv_path(&s.name)),
+            format!("kubectl get --raw {}", gv_path(&s.name)),
         ],
         SubjectKind::ValidatingWebhook => vec![format!(
             "kubectl get validatingwebhookconfiguration {} -o yaml",
@@ -120,13 +120,17 @@ fn inconclusive_next(s: &Subject) -> Vec<String> {
     }
 }
 
+/// The discovery path of the group/version an APIService serves.
 fn gv_path(apiservice: &str) -> String {
     // An APIService is named `<version>.<group>` (DESIGN §1), the reverse of the URL's
-    // `<group>/<version>`; the group itself contains dots, so only the first one splits.
+    // `<group>/<version>`; the group itself contains dots, so only the first one splits. The core
+    // group's `v1.` (group "") is served under the legacy prefix: kube-aggregator's
+    // `APIAggregator.AddAPIService` (pkg/apiserver/apiserver.go) maps `legacyAPIServiceName`
+    // to `/api`, every other APIService to `/apis/<group>/<version>`.
     match apiservice.split_once('.') {
-        Some((v, g)) if !g.is_empty() => format!("{g}/{v}"),
-        Some((v, _)) => v.to_string(),
-        None => apiservice.to_string(),
+        Some((v, "")) => format!("/api/{v}"),
+        Some((v, g)) => format!("/apis/{g}/{v}"),
+        None => format!("/apis/{apiservice}"),
     }
 }
 

@@ -194,3 +194,14 @@ fn healthy_inconclusive_and_no_finding() {
     )]);
     assert_eq!(v.class, Class::Healthy);
 }
+
+#[test]
+fn apiservice_discovery_paths_use_the_legacy_prefix_for_the_core_group() {
+    // `v1.` is the core group: kube-apiserver serves it at /api/v1, never /apis/v1.
+    assert_eq!(gv_path("v1."), "/api/v1");
+    assert_eq!(
+        gv_path("v1beta1.metrics.k8s.io"),
+        "/apis/metrics.k8s.io/v1beta1"
+    );
+    assert_eq!(gv_path("v1.apps"), "/apis/apps/v1");
+}

@@ -56,6 +56,9 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
         .as_ref()
         .and_then(|v| v.major_minor())
         .unwrap_or((0, 0));
+    // What "now" means for time checks (certificate expiry, ages): the collector's clock for a
+    // live scan, else the latest date the evidence carries. A rule that judges an expiry at
+    // `import` time may be judging a file weeks after the incident, so it can say so.
     let basis = match c.collected_at_basis {
         Some(TimeBasis::Clock) => "clock",
         Some(TimeBasis::Evidence) => "evidence",
@@ -68,6 +71,8 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
         CollectionSource::Raw { .. } => "raw",
         CollectionSource::Unknown => "unknown",
     };
+    // Gaps are evidence too: a rule checks `gap_sources` before reading an absence as "none"
+    // (no Endpoints listed because the list was forbidden is not "no endpoints").
     let gaps = list(b.gaps.iter().map(|g| {
         Obj::new()
             .s("source", g.source.clone())
@@ -81,6 +86,7 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
             .s("detail", g.detail.clone())
             .build()
     }));
+    // Counts of what the bundle holds: with `gaps`, they tell an empty list from a missing one.
     let objects = Obj::new()
         .i("apiservices", b.api_services.len() as i64)
         .i("services", b.services.len() as i64)
@@ -238,8 +244,13 @@ fn logs_of(base: &FactBase<'_>, c: Option<Component>) -> Fact {
     )
 }
 
-/// `apiserver`: kube-apiserver as a whole.
+/// `apiserver`: kube-apiserver as a whole. Its logs and the extension servers' are kept apart:
+/// an extension server's `[-]etcd` or "Unable to authenticate" line is about that server, and a
+/// rule that read it as kube-apiserver's would blame the wrong layer.
 pub fn apiserver_fact(base: &FactBase<'_>) -> Fact {
+    // The failing requests of the whole bundle, for rules about the API server itself that no
+    // one request's subject owns (e.g. `auth-webhook-authorizer-failing`: 500s from the
+    // authorization webhook, on requests tied to no object).
     let failing: Vec<Fact> = base
         .bundle
         .probes
@@ -340,6 +351,8 @@ pub fn etcd_fact(base: &FactBase<'_>) -> Fact {
 pub fn flowschema_fact(base: &FactBase<'_>, f: Option<&FlowSchema>) -> Fact {
     let d = FlowSchema::default();
     let x = f.unwrap_or(&d);
+    // Requests a FlowSchema matches are limited by its level; an Exempt level is never queued
+    // or rejected, so no APF rule may blame a FlowSchema that points at one.
     let level = base
         .bundle
         .priority_levels
@@ -400,6 +413,8 @@ pub fn prioritylevel_fact(base: &FactBase<'_>, p: Option<&PriorityLevel>) -> Fac
             "limit_response",
             x.limit_response.clone().unwrap_or_default(),
         )
+        // Queuing parameters exist only with `limitResponse: Queue`; with `Reject` a request
+        // that finds no seat is refused at once, so 0 here means "no queue".
         .i("queues", x.queues.unwrap_or(0).into())
         .i("hand_size", x.hand_size.unwrap_or(0).into())
         .i(

@@ -59,6 +59,8 @@ pub fn apiservice_fact(a: Option<&ApiService>, backend_health: Fact) -> Fact {
         .b("local", a.is_some() && x.is_local())
         .b("ca_bundle_present", x.ca_bundle_present)
         .b("insecure_skip_tls_verify", x.insecure_skip_tls_verify)
+        // Both are required and positive in apiregistration v1 (discovery orders groups and
+        // versions by them); 0 means the bundle did not carry them.
         .i(
             "group_priority_minimum",
             x.group_priority_minimum.unwrap_or(0).into(),
@@ -248,10 +250,14 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
             "side_effects",
             x.side_effects.as_ref().map_or("", SideEffects::as_str),
         )
+        // Mutating webhooks only (default `Never`): `IfNeeded` calls the webhook again when a
+        // later mutation changed the object, one more call inside the same request deadline.
         .s(
             "reinvocation_policy",
             x.reinvocation_policy.clone().unwrap_or_default(),
         )
+        // The API server sends the first version in this list that it supports, and the webhook
+        // must answer in that version.
         .v(
             "admission_review_versions",
             strings(x.admission_review_versions.clone()),
@@ -266,6 +272,7 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
                     .v("api_groups", strings(r.api_groups.clone()))
                     .v("api_versions", strings(r.api_versions.clone()))
                     .v("resources", strings(r.resources.clone()))
+                    // `scope` defaults to "*" (both Cluster and Namespaced) in admissionregistration.
                     .s("scope", r.scope.clone().unwrap_or_else(|| "*".into()))
                     .build()
             })),
@@ -274,6 +281,7 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
         .v("resources", strings(resources.clone()))
         .v("intercepts", intercepts)
         .v("namespace_selector", selector_fact(&x.namespace_selector))
+        // An empty selector matches everything: the webhook sees every object of its rules.
         .b("object_selector_empty", x.object_selector.is_empty())
         .b(
             "kube_system_excluded",
@@ -296,6 +304,8 @@ pub fn crd_fact(c: Option<&Crd>) -> Fact {
     let d = Crd::default();
     let x = c.unwrap_or(&d);
     let cond = |t: &str| x.conditions.iter().find(|c| c.type_ == t);
+    // Validation allows exactly one storage version; objects are stored in it, so a conversion
+    // webhook sits on every read and write in a version other than this one.
     let storage = x
         .versions
         .iter()
@@ -329,6 +339,8 @@ pub fn crd_fact(c: Option<&Crd>) -> Fact {
         )
         .v("served_versions", strings(served))
         .s("storage_version", storage)
+        // `status.storedVersions`: versions objects may still be stored in. A version listed here
+        // cannot be removed from `spec.versions` until a migration clears it.
         .v("stored_versions", strings(x.stored_versions.clone()))
         // Established must be seen True ("the resource has become active", in the CRD API doc). A
         // missing NamesAccepted is not a conflict: only `False` says another CRD holds the names.
@@ -345,6 +357,7 @@ pub fn crd_fact(c: Option<&Crd>) -> Fact {
             "conversion",
             Obj::new()
                 .s("strategy", x.conversion.strategy.clone())
+                // Strategy `None` only rewrites `apiVersion`; only `Webhook` has a backend to fail.
                 .b(
                     "webhook",
                     x.conversion.strategy == "Webhook" && x.conversion.webhook.is_some(),

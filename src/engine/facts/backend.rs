@@ -298,6 +298,9 @@ pub fn endpoints_and_pods(
     default_port: i32,
 ) -> (Fact, Fact) {
     let Behind { endpoints, pods } = behind(base, r, default_port);
+    // The Pods' own view, beside the endpoints': a Pod can be Ready while the endpoints lag (or
+    // the other way round), and only the Pod says why it is not (`CrashLoopBackOff`,
+    // `ImagePullBackOff` in `problems`), which is the next thing an on-call engineer checks.
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
     let problems: Vec<String> = pods
         .iter()
@@ -320,6 +323,9 @@ pub fn endpoints_and_pods(
                     .b("ready", p.ready)
                     .i("restarts", p.restarts.into())
                     .v("problems", strings(p.container_problems.clone()))
+                    // An extension API server calls kube-apiserver (TokenReviews, SubjectAccess-
+                    // Reviews, its authentication ConfigMap) as this account, so delegation
+                    // checks look up its RBAC (`super::delegation`).
                     .s(
                         "service_account",
                         p.service_account.clone().unwrap_or_default(),

@@ -161,6 +161,9 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
                 .as_deref()
                 .is_some_and(|x| x.contains("watch=1") || x.contains("watch=true"))
         });
+    // The group/version/resource come from the first observation that has a path: kubectl's
+    // bare stderr line (`Error from server (ServiceUnavailable): …`) carries none, its `-v6`
+    // trace does.
     let rep = probes
         .iter()
         .find(|p| p.path.is_some())
@@ -187,6 +190,8 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
     let mut files: Vec<String> = probes.iter().flat_map(|p| p.origin.files.clone()).collect();
     files.dedup();
     let watch_fact = watch_fact(watch);
+    // A request extpath sent itself is controlled evidence (known identity, known time); one read
+    // from a person's client output is what they saw; rules tell them apart (`o.from == 'probe'`).
     let from = if probes.iter().any(|p| p.origin.kind == ProbeKind::Probe) {
         "probe"
     } else {
@@ -257,6 +262,9 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         )
         .f("latency_ms", latency.unwrap_or(0.0))
         .b("latency_known", latency.is_some())
+        // `Retry-After` comes with a 429 (APF, max-in-flight, a shutting-down server) and tells
+        // clients when to retry; client-go honours it, which is how one rejection becomes many
+        // attempts.
         .s("retry_after", header(|p| p.headers.retry_after.clone()))
         .s("flow_schema_uid", flow_schema_uid.clone())
         .s("priority_level_uid", priority_level_uid.clone())
@@ -280,6 +288,8 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .s("resource", resource)
         .v("target", ref_fact(target))
         .b("reproduced", probes.iter().any(|p| p.reproduced))
+        // The webhooks a write is sent to, as `why` matched their rules and selectors: a rule
+        // about a failed write looks among these for the webhook to blame.
         .v(
             "admitted_by",
             list({

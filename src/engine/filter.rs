@@ -52,8 +52,7 @@ impl std::str::FromStr for SubjectPattern {
                     .join(", "),
             )
         })?;
-        // `apiservices/` (what shell completion leaves) means every APIService, not a subject
-        // with an empty name, which none has.
+        // `apiservices/` means every APIService, not a subject with an empty name, which none has.
         Ok(SubjectPattern {
             kind,
             name: name.filter(|n| !n.is_empty()),

@@ -93,8 +93,9 @@ fn pf_headers(resp: &mut Response<Body>, class: &Classification) {
     }
 }
 
-/// Count one answered request as kube-apiserver's instrumented handlers do: `component`
-/// "apiserver" (the aggregator proxy records its own), `dry_run` "All" for a dry-run write.
+/// Count one locally answered request as kube-apiserver's instrumented handlers do: `component`
+/// "apiserver", `dry_run` "All" for a dry-run write. Proxied requests never get here (see the
+/// module documentation).
 fn record(state: &State, info: &RequestInfo, code: u16, started: Instant) {
     let verb = info.metric_verb();
     let dry_run = if info.dry_run() { "All" } else { "" };

@@ -125,8 +125,8 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .iter()
         .filter_map(|p| p.status_body.as_ref())
         .find(|b| !b.reason.is_empty() || !b.message.is_empty());
-    // Deduplicated but in order: kubectl stderr and its `-v6` trace repeat the same message, and
-    // the first text is the outermost error, which renderers quote.
+    // Deduplicated, in the order of the observations: kubectl stderr and its `-v6` trace repeat
+    // the same message, which a `count` of matches must not see twice.
     let mut texts: Vec<String> = Vec::new();
     for p in probes {
         for t in p.error_texts() {

@@ -152,9 +152,10 @@ impl Extension {
                     std::slice::from_ref(&self.trusted_ca),
                     jiff::Timestamp::now(),
                 ) {
-                    // kubeadm's `--requestheader-allowed-names`: only the aggregator's client
-                    // certificate may assert a user; any other CN is the "not in the allowed
-                    // list" failure (REFERENCE.md §2.3).
+                    // kubeadm's `--requestheader-allowed-names` (which extension servers read
+                    // from the `extension-apiserver-authentication` ConfigMap): only the
+                    // aggregator's client certificate may assert a user; any other CN is the
+                    // "not in the allowed list" failure (REFERENCE.md §2.3).
                     Ok(id) if id.user == "front-proxy-client" => true,
                     Ok(id) => {
                         self.log.write(

@@ -90,6 +90,8 @@ pub fn classify(owner: ObjectRef, path: &str, res: &Result<Response, FetchError>
     let rung = match r.status {
         200..=299 => Rung::Authz,
         401 => Rung::Authn,
+        // kube-apiserver's impersonation filter runs before anything is proxied: this 403 is
+        // about the collector's own rights, and the extension server never saw the request.
         403 if text.contains("cannot impersonate") => {
             return Outcome::Gap(Gap::new(
                 source,
@@ -111,8 +113,14 @@ pub fn classify(owner: ObjectRef, path: &str, res: &Result<Response, FetchError>
                 ),
             ));
         }
+        // An extension server whose own identity may not create a review answers 500: the
+        // apiserver authorization filter turns an authorizer *error* (as opposed to a "no") into
+        // `InternalError`. TokenReviews are delegated authentication, SubjectAccessReviews
+        // delegated authorization; the text says which one failed.
         403 | 500 if text.contains("tokenreviews") => Rung::Authn,
         403 | 500 => Rung::Authz,
+        // A 503 is the aggregator failing to reach the backend, a 429 is APF: earlier rungs, which
+        // the scanner's own probe of the same path judges.
         other => {
             return Outcome::Gap(Gap::new(
                 source,

@@ -69,6 +69,8 @@ pub async fn collect(
     .into_iter()
     .partition(|(s, _)| matches!(s.stage, Stage::Objects(_)));
 
+    // Only the API server's answers decide "unreachable" or "refused": an etcd or Prometheus
+    // source failing says nothing about whether the cluster's own API can be read.
     let (of_server, others): (Vec<Sent>, Vec<Sent>) = objects
         .into_iter()
         .partition(|(s, _)| s.asks != Asks::Other);
@@ -86,7 +88,9 @@ pub async fn collect(
     }
     land(&mut bundle, of_server.into_iter().chain(others).collect());
 
-    // Stages two and three while the metrics window runs.
+    // Stages two and three while the metrics window runs: they need what stage one found (the
+    // Services, endpoints and Pods the APIServices and webhooks name), and running them inside
+    // the window costs the scan no extra wall time.
     let references = refs::References::of(&bundle);
     let found = Found {
         bundle: &bundle,
@@ -101,6 +105,8 @@ pub async fn collect(
     let (later, window) = tokio::join!(later, window);
     last.extend(later);
     last.extend(window);
+    // Landed in table order, not arrival order: the bundle of one cluster is the same whichever
+    // server answered first, so bundles diff cleanly and snapshots hold.
     last.sort_by_key(|(s, _)| table_position(s));
     land(&mut bundle, last);
 
@@ -116,6 +122,8 @@ pub async fn collect(
 
     bundle.collection.collected_at = Some(jiff::Timestamp::now());
     bundle.collection.collected_at_basis = Some(TimeBasis::Clock);
+    // Last: a served chain is judged against the caBundle of the object that names it, so both
+    // the handshakes (stage three) and the objects (stage one) must be in.
     tls::verify_served_chains(&mut bundle);
     Ok(Collected {
         bundle,
@@ -138,6 +146,7 @@ fn access_verdict(conn: &Connection, run: &Run<'_>, of_server: &[Sent]) -> Optio
     let scrape = run.first_scrape();
     // Every read but the public /version refused, and /metrics too: nothing to judge at all.
     // That is not a scan with no findings; it is kubectl's "You must be logged in" (exit 3).
+    // Without a scrape of its own, metrics Prometheus brought are still something to judge.
     let scrape_refused = if scrape.scraped {
         scrape.refused
     } else {
@@ -179,6 +188,8 @@ fn access_verdict(conn: &Connection, run: &Run<'_>, of_server: &[Sent]) -> Optio
             _ => None,
         })
         .collect();
+    // Every read failing at the transport, and the scrape too: one dial error among answers is a
+    // gap on that source, not an unreachable cluster.
     if transport_failures.len() == of_server.len() && !scrape.apiserver_ok {
         return Some(Access::Unreachable(tls_words::unreachable_message(
             &conn.server,
@@ -237,6 +248,8 @@ async fn one<'a>(
         // The run sends stages two and three with what stage one found.
         (Stage::Referenced(_) | Stage::Behind(_), None) => return Ok(Contribution::default()),
     };
+    // A source that bounds its own requests keeps what finished (one slow backend among twenty
+    // handshakes); bounding it as a whole would throw the nineteen answers away.
     let r = match s.deadline {
         Deadline::Whole => bounded(run.deadline, fut).await,
         Deadline::Own => fut.await,

@@ -14,7 +14,9 @@
 
 use rustls::CertificateError;
 
-/// The prefix Go's TLS client puts before a verification failure.
+/// The prefix Go's TLS client puts before a verification failure. Newer Go adds it; older clients
+/// show the bare `x509: …` (REFERENCE.md §2.3), so searches should match on the `x509:` part and
+/// the prefix is here only to read like the kubectl an on-call engineer runs today.
 pub const TLS_PREFIX: &str = "tls: failed to verify certificate: ";
 
 /// kubectl's words for a certificate check that failed somewhere in `e`'s source chain, e.g.
@@ -34,6 +36,8 @@ pub fn tls_words(e: &(dyn std::error::Error + 'static)) -> Option<String> {
 /// `err` as a rustls error, looking inside `io::Error`s (hyper's connector wraps tokio-rustls'
 /// `io::Error` in another one).
 fn rustls_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    // Bounded: real chains are two or three `io::Error`s deep; the bound only keeps a
+    // self-referential `get_ref` from looping.
     let mut cur = err;
     for _ in 0..8 {
         if let Some(r) = cur.downcast_ref::<rustls::Error>() {
@@ -56,6 +60,9 @@ fn certificate_words(e: &rustls::Error) -> Option<String> {
             expected,
             presented,
         } => {
+            // rustls gives the presented names as Debug text (`DnsName("x")`, `IpAddress(1.2.3.4)`);
+            // Go's `HostnameError` lists them bare, DNS names and IPs apart, so they are unwrapped
+            // and handed to the same wording the chain check in `pki` uses.
             let host = expected.to_str().into_owned();
             let (mut dns, mut ips) = (Vec::new(), Vec::new());
             for p in presented {
@@ -80,8 +87,13 @@ fn certificate_words(e: &rustls::Error) -> Option<String> {
         | CertificateError::ExpiredContext { .. }
         | CertificateError::NotValidYet
         | CertificateError::NotValidYetContext { .. } => {
+            // Go goes on with `: current time X is after Y`; the common prefix is the part
+            // people search for, and the times are in the certificate facts anyway.
             "x509: certificate has expired or is not yet valid".into()
         }
+        // Go reports a signature that does not verify against any candidate parent as an
+        // unknown authority ("possibly because of … while trying to verify candidate authority
+        // certificate"), so kubectl users know this case under that name.
         CertificateError::BadSignature => {
             "x509: certificate signed by unknown authority (a signature does not verify)".into()
         }

@@ -139,6 +139,9 @@ fn run_rule(
     errors: &mut Vec<EvalError>,
 ) {
     result.rules_run += 1;
+    // `needs` is read whether or not the rule fires: when nothing fires, the classifier tells
+    // "healthy" from "could not judge" by whether the evidence the rules need was there
+    // (docs/rules.md, `needs`).
     if let Some(n) = &rule.needs {
         result.needs_declared += 1;
         match truthy(&n.program.execute(ctx)) {
@@ -151,6 +154,9 @@ fn run_rule(
             }
         }
     }
+    // A `when` that fails on this subject's data (the loader ran it on the sample, so the rule
+    // itself is sound) does not fire and is reported: one odd object must neither invent a
+    // finding nor stop the other subjects from being judged.
     let fired = match rule.when.program.execute(ctx) {
         Ok(Value::Bool(b)) => b,
         Ok(other) => {
@@ -177,6 +183,8 @@ fn run_rule(
         .evidence
         .iter()
         .map(|(name, e)| {
+            // Evidence only shows why the rule fired; an error in it keeps the hit, with the
+            // error as the value, rather than losing a finding over its illustration.
             let v = match e.program.execute(ctx) {
                 Ok(v) => to_json(&v),
                 Err(err) => serde_json::Value::String(format!("error: {err}")),
@@ -248,6 +256,8 @@ pub fn evaluate_until(
         let mut errors = Vec::new();
         let mut unjudged: Vec<&'static str> = Vec::new();
         for entry in chunk {
+            // Checked per subject, not per rule: a subject is judged with all its rules or not at
+            // all, since half its rules could miss the one that decides its class.
             if deadline.is_some_and(|d| std::time::Instant::now() >= d.at) {
                 unjudged.push(entry.subject.kind.as_str());
                 continue;

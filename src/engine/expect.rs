@@ -80,6 +80,8 @@ impl<'a> Pattern<'a> {
 }
 
 /// Whether a verdict says what `class` expects: the class, and for a fault at warning or above.
+/// Healthy and Inconclusive carry no severity of their own worth checking (the gate gives
+/// Inconclusive its floor, `gate.rs`), so for them the class alone decides.
 fn agrees(v: &Verdict, class: Class) -> bool {
     v.class == class
         && (matches!(class, Class::Healthy | Class::Inconclusive)
@@ -102,6 +104,8 @@ pub fn compare(expect: Expected<'_>, d: &Diagnosis) -> Vec<Check> {
         .collect();
     for ((pattern, class, class_name), key) in patterns.iter().zip(expect.subjects.keys()) {
         let matched: Vec<&Verdict> = d.verdicts.iter().filter(|v| pattern.matches(v)).collect();
+        // A pattern that matched nothing fails: a subject the collector never listed would
+        // otherwise make the scenario pass without extpath having said anything about it.
         if matched.is_empty() {
             out.push(Check {
                 ok: false,
@@ -126,6 +130,8 @@ pub fn compare(expect: Expected<'_>, d: &Diagnosis) -> Vec<Check> {
         .iter()
         .filter_map(|c| Class::parse(c))
         .collect();
+    // Subjects `expect` names were judged above with their own class; `forbid` is about the
+    // rest, where a misattribution would show (the same class on the faulty subject is right).
     for v in &d.verdicts {
         if patterns.iter().any(|(p, _, _)| p.matches(v)) {
             continue;

@@ -52,6 +52,7 @@ impl std::str::FromStr for SubjectPattern {
                     .join(", "),
             )
         })?;
+        // `apiservices/` means every APIService, not a subject with an empty name, which none has.
         Ok(SubjectPattern {
             kind,
             name: name.filter(|n| !n.is_empty()),
@@ -67,6 +68,8 @@ impl SubjectPattern {
         }
         match &self.name {
             None => true,
+            // Only a trailing `*`: names that belong together share a prefix (the `v1beta1.`
+            // APIServices, one vendor's `vault.` webhooks), and a prefix cannot surprise anyone.
             Some(n) => match n.strip_suffix('*') {
                 Some(prefix) => subject.name.starts_with(prefix),
                 None => subject.name == *n,
@@ -76,7 +79,8 @@ impl SubjectPattern {
 }
 
 impl Filter {
-    /// Whether the rule with this id runs.
+    /// Whether the rule with this id runs. `--skip-rule` wins over `--rule`, so a CI line that
+    /// pins a set of rules can still drop one that is noisy in that cluster.
     pub fn runs_rule(&self, id: &str) -> bool {
         (self.rules.is_empty() || self.rules.iter().any(|r| r == id))
             && !self.skip_rules.iter().any(|r| r == id)

@@ -87,6 +87,9 @@ fn target_arg(function: &str, v: &Value) -> Result<MetricTarget, ExecutionError>
     }
 }
 
+/// One family name, or a list: a rule names every spelling a metric had across the releases it
+/// covers (e.g. `apiserver_storage_db_total_size_in_bytes`, deprecated in 1.28 for
+/// `apiserver_storage_size_bytes`, REFERENCE.md §3), and the query reads whichever is present.
 fn families_arg(function: &str, v: &Value) -> Result<Vec<String>, ExecutionError> {
     match v {
         Value::String(s) => Ok(vec![s.to_string()]),
@@ -130,6 +133,7 @@ fn selector_arg(function: &str, v: &Value) -> Result<Vec<LabelMatch>, ExecutionE
         return Err(err(function, format!("selector must be a map, got {v:?}")));
     };
     let mut out = Vec::new();
+    // A CEL map has no order: sorting makes the first reported error the same on every run.
     let mut entries: Vec<_> = m.map.iter().collect();
     entries.sort_by(|a, b| a.0.cmp(b.0));
     for (k, val) in entries {
@@ -148,6 +152,8 @@ fn selector_arg(function: &str, v: &Value) -> Result<Vec<LabelMatch>, ExecutionE
                     )),
                 })
                 .collect::<Result<_, _>>()?,
+            // Prometheus label values are strings, but `{'code': 429}` is the natural way to write
+            // a status code in a rule.
             Value::Int(i) => vec![i.to_string()],
             other => {
                 return Err(err(
@@ -210,7 +216,9 @@ pub fn histogram_value(a: &HistogramAnswer) -> Fact {
         .build()
 }
 
-/// Seconds for humans: `850 µs`, `4 ms`, `1.2 s`, `3 min`.
+/// Seconds for humans: `850 µs`, `4 ms`, `1.2 s`, `3 min`. Seconds go up to 120 so that the
+/// deadlines readers compare with (a webhook's 10 or 30 s, the 60 s request timeout) keep their
+/// unit.
 pub fn human_seconds(s: f64) -> String {
     if !s.is_finite() {
         return s.to_string();
@@ -231,7 +239,9 @@ pub fn human_seconds(s: f64) -> String {
     }
 }
 
-/// Bytes for humans: `512 B`, `7.5 MB` (powers of 1000, like etcd's quota flags).
+/// Bytes for humans: `512 B`, `7.5 MB`, in powers of 1000. etcd's quota is set in bytes and its
+/// "2 GB" default is 2 GiB (`DefaultQuotaBytes = 2 * 1024 * 1024 * 1024`), so it reads `2.15 GB`
+/// here: the byte count is what rules compare, the text only shows it.
 pub fn human_bytes(b: f64) -> String {
     let units = ["B", "kB", "MB", "GB", "TB"];
     let mut v = b;
@@ -276,6 +286,9 @@ pub fn register(ctx: &mut Context<'_, '_>, metrics: Arc<MetricsIndex>) {
         )
     })
     .expect("gauge is not a standard overload");
+    // `quantile` reads the metrics window when the bundle has one and the process life otherwise,
+    // saying which in `basis`, so a rule can refuse a lifetime p99 as "now";
+    // `quantile_cumulative` always reads the process life, to compare with the window.
     for (fname, cumulative) in [("quantile", false), ("quantile_cumulative", true)] {
         let m = metrics.clone();
         ctx.add_function(

@@ -110,6 +110,8 @@ fn parent(verdicts: &[Verdict], index: &VerdictIndex<'_>, i: usize) -> Option<us
     let fault_of_kind =
         |kind: SubjectKind, class: Class| index.worst_fault.get(&(kind, class)).copied();
     match v.subject.kind {
+        // Only a fault of the *same* class explains a request: a 429 on a request through a
+        // broken APIService is APF's doing, and folding it under the APIService would hide it.
         SubjectKind::Request => v
             .related
             .iter()
@@ -197,7 +199,9 @@ pub fn group(verdicts: &[Verdict]) -> Vec<Problem> {
     out
 }
 
-/// Problems that count first, then the worst, then by class and root (stable output).
+/// Problems that count first, then the worst, then by class and root (stable output, so that two
+/// runs on one bundle diff cleanly). Waived problems go last: they are listed, so that an expired
+/// or too-broad waiver can be noticed, but never above one someone has to act on.
 pub fn sort(problems: &mut [Problem]) {
     problems.sort_by(|a, b| {
         a.waived
@@ -220,6 +224,8 @@ pub fn refresh_with(p: &mut Problem, verdicts: &[Verdict], index: &VerdictIndex<
         .chain(p.members.iter())
         .filter_map(of)
         .collect();
+    // A member can be worse than its root (a critical request failure behind a warning on the
+    // APIService): the problem is as bad as the worst verdict in it that still counts.
     p.waived = !all.is_empty() && all.iter().all(|v| v.waived.is_some());
     p.severity = all
         .iter()

@@ -32,7 +32,9 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// A service account's identity, with the groups kube-apiserver gives it.
+    /// A service account's identity, with the groups kube-apiserver gives it: the service account
+    /// authenticator adds `system:serviceaccounts` and `system:serviceaccounts:<ns>`, and every
+    /// authenticated request gets `system:authenticated` — bindings to any of the three apply.
     pub fn service_account(namespace: &str, name: &str) -> Identity {
         Identity {
             user: format!("system:serviceaccount:{namespace}:{name}"),
@@ -120,6 +122,10 @@ impl<'b> Rbac<'b> {
 
     /// The rules a ClusterRole grants: its own, and for an aggregated one those of the ClusterRoles
     /// its selectors match (transitively). `None` when the evidence does not have it.
+    ///
+    /// On a cluster the aggregation controller has already copied the matched rules into `rules`;
+    /// following the selectors as well makes a role read from a manifest (empty `rules`, as
+    /// shipped) grant what it will grant once applied. `seen` stops selector cycles.
     fn cluster_role_rules(&self, name: &str) -> Option<Vec<&'b PolicyRule>> {
         let root = *self.cluster_roles.get(name)?;
         let mut seen: BTreeSet<&str> = BTreeSet::new();
@@ -143,6 +149,8 @@ impl<'b> Rbac<'b> {
 
     /// Whether `id` may do `a`.
     pub fn decide(&self, id: &Identity, a: &Attributes) -> Decision {
+        // RBAC has no deny rules: the first grant decides, so the order of bindings does not
+        // matter, and "denied" can only be said after every binding was read.
         let mut unknown = false;
         let mut grants = |rules: Option<Vec<&PolicyRule>>| match rules {
             Some(rules) => rules.iter().any(|r| rule_allows(r, a)),
@@ -159,6 +167,8 @@ impl<'b> Rbac<'b> {
                 return Decision::Allowed;
             }
         }
+        // A RoleBinding grants only inside its namespace: never a cluster-scoped request, and never
+        // a `nonResourceURLs` rule (those apply only through a ClusterRoleBinding, RBAC docs).
         if !a.namespace.is_empty() && a.path.is_none() {
             for b in self
                 .role_bindings
@@ -174,6 +184,7 @@ impl<'b> Rbac<'b> {
                         .roles
                         .get(&(a.namespace.as_str(), b.role_ref.name.as_str()))
                         .map(|r| r.rules.iter().collect()),
+                    // The API allows only Role and ClusterRole; anything else grants nothing.
                     _ => Some(Vec::new()),
                 };
                 if grants(rules) {
@@ -225,6 +236,8 @@ fn rule_allows(r: &PolicyRule, a: &Attributes) -> bool {
     } else {
         format!("{}/{}", a.resource, a.subresource)
     };
+    // As the RBAC authorizer's `ResourceMatches`: `*` is every resource with its subresources,
+    // `pods` does not cover `pods/log`, and `*/scale` is that subresource of any resource.
     let resource = r.resources.iter().any(|x| {
         x == "*"
             || *x == combined

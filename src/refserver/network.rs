@@ -63,6 +63,10 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+/// The first ready address behind a Service port, as kube-proxy would pick one: the Service port
+/// is found by its number, the endpoint port by that Service port's *name* (the same matching the
+/// aggregator's availability check does, REFERENCE.md §2.1), and only `addresses` count —
+/// `notReadyAddresses` receive no traffic. The first, not a random one, so that runs repeat.
 fn ready_endpoint(store: &Store, ns: &str, svc: &Value, port: u16) -> Option<(String, u16)> {
     let name = svc.pointer("/metadata/name").and_then(Value::as_str)?;
     let sport = svc
@@ -113,6 +117,8 @@ pub fn route(
         .strip_suffix(".svc")
         .or_else(|| host.strip_suffix(".svc.cluster.local"))
     {
+        // A Service with no ready endpoint still resolves (DNS gives the ClusterIP), and the
+        // dial is then refused there: the error names the ClusterIP, as Go's would.
         let (name, ns) = rest.split_once('.').unwrap_or((rest, "default"));
         let svc = store
             .get(&Key::new("", "services", ns, name))
@@ -142,6 +148,7 @@ pub fn route(
     }
     match mapped(cluster, host, port) {
         Some(p) => Ok((format!("{host}:{port}"), Some(p))),
+        // `localhost` resolves, but nothing of the scenario listens there: refused, not unknown.
         None if host == "localhost" => Ok(("127.0.0.1:".to_string() + &port.to_string(), None)),
         None => Err(format!("dial tcp: lookup {host}: no such host")),
     }

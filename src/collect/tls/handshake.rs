@@ -53,6 +53,7 @@ fn address_for_service(
     backends: &Backends,
     overrides: &BTreeMap<String, String>,
 ) -> Result<String, String> {
+    // `ServiceReference.port` defaults to 443 in both apiregistration and admissionregistration.
     let port = s.port.unwrap_or(443);
     if let Some(a) = overrides.get(&service_key(s)) {
         return Ok(a.clone());
@@ -65,6 +66,8 @@ fn address_for_service(
         return Err(format!("Service {}/{} not found", s.namespace, s.name));
     };
     let spec = svc.spec.clone().unwrap_or_default();
+    // An ExternalName's target is a DNS name outside the cluster's Service network, so it is
+    // as reachable from here as from the API server; it is checked before the in-cluster name.
     if spec.type_.as_deref() == Some("ExternalName")
         && let Some(name) = spec.external_name
     {
@@ -82,6 +85,8 @@ fn address_for_service(
 }
 
 fn address_for_url(url: &str, overrides: &BTreeMap<String, String>) -> Result<String, String> {
+    // Webhook and conversion URLs must be `https://` (admissionregistration validation), so a
+    // missing port is 443; an IPv6 literal's colons are inside its brackets.
     let rest = url
         .strip_prefix("https://")
         .ok_or_else(|| format!("{url}: not an https URL"))?;
@@ -147,7 +152,10 @@ pub fn targets(
     out
 }
 
-/// A verifier that records the presented chain and accepts it; judging happens afterwards.
+/// A verifier that records the presented chain and accepts it; judging happens afterwards, against
+/// the owner's caBundle rather than the system roots this client would otherwise use. The
+/// handshake signature is still checked: it proves the backend holds the key of the certificate
+/// it presented, so the recorded chain is really the one it serves.
 #[derive(Debug)]
 struct Recorder {
     chain: Mutex<Vec<CertificateDer<'static>>>,
@@ -286,7 +294,11 @@ pub async fn capture_chain(
         .with_custom_certificate_verifier(recorder.clone())
         .with_no_client_auth();
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    // The same SNI the API server's client sends (`<svc>.<ns>.svc`, REFERENCE.md §2.2): a backend
+    // that picks its certificate by SNI then shows the one the API server gets.
     let sni = ServerName::try_from(server_name.to_string()).map_err(|e| failed(e.to_string()))?;
+    // Whether the TCP dial finished, so a timeout can be worded as Go words it: a dial that hangs
+    // and a handshake that hangs are different faults (no route vs. a backend not speaking TLS).
     let connected = std::sync::atomic::AtomicBool::new(false);
     let work = async {
         let tcp = tokio::net::TcpStream::connect(address)
@@ -385,11 +397,14 @@ pub async fn capture_all(
             };
             (t, r, started.elapsed())
         })
+        // At most 64 at once: a cluster with hundreds of webhooks must not open hundreds of
+        // sockets (and file descriptors) in one burst.
         .buffer_unordered(64)
         .collect::<Vec<_>>()
         .await;
     let mut out = Handshakes::default();
     let mut results = results;
+    // Answers arrive in any order; sorted by owner so that one cluster gives one bundle.
     results.sort_by(|a, b| a.0.owner.cmp(&b.0.owner));
     for (t, r, took) in results {
         match r {
@@ -425,6 +440,8 @@ pub async fn capture_all(
                 {
                     out.probes.push(dial_probe(&t, e.to_string(), took));
                 }
+                // No address to dial (ClusterIP from a laptop) is evidence not supplied, not a
+                // backend that failed: the fix is `--backend-address`, not the backend.
                 out.gaps.push(Gap::new(
                     format!("tls/{}", t.owner),
                     if t.address.is_err() {

@@ -113,6 +113,8 @@ pub fn parse_object(text: &str, origin: &str) -> Result<ObjectFile, PlanError> {
     if name.is_none() && field("/metadata/generateName").is_none() {
         return Err(bad("metadata.name (or generateName) is required".into()));
     }
+    // Labels are kept apart because webhook `objectSelector`s match them: which webhooks the
+    // write is sent to depends on them, before any call is made.
     let labels = value
         .pointer("/metadata/labels")
         .and_then(|l| serde_json::from_value::<BTreeMap<String, String>>(l.clone()).ok())
@@ -139,6 +141,8 @@ fn discovery_path(api_version: &str) -> String {
 pub fn resource_for_kind(doc: &Value, kind: &str) -> Option<(String, bool)> {
     doc.get("resources")?.as_array()?.iter().find_map(|r| {
         let name = r.get("name")?.as_str()?;
+        // Subresources (`namespaces/status`) carry their parent's kind in discovery; only the
+        // resource itself can be created or updated with a whole object.
         (r.get("kind")?.as_str()? == kind && !name.contains('/')).then(|| {
             (
                 name.to_string(),
@@ -210,6 +214,8 @@ pub async fn plan_write(
     };
     let mut value = obj.value.clone();
     let (collection, source) = if namespaced {
+        // Written into the body too: the API server refuses (400) an object whose namespace
+        // differs from the one in the path.
         let ns = obj.namespace.as_deref().unwrap_or(default_namespace);
         value["metadata"]["namespace"] = Value::String(ns.to_string());
         (
@@ -222,11 +228,15 @@ pub async fn plan_write(
             format!("objects/{resource}"),
         )
     };
+    // An object that exists is an update, not a create: a create would end in 409 AlreadyExists,
+    // and webhooks whose rules list only UPDATE would not be called at all.
     let (method, path) = match &obj.name {
         Some(name) => {
             let item = format!("{collection}/{name}");
             match f.get_json(&item).await {
                 Ok(current) => {
+                    // An update without `resourceVersion` is refused by custom resources ("must
+                    // be specified for an update"); the current one makes it a plain overwrite.
                     if value.pointer("/metadata/resourceVersion").is_none()
                         && let Some(rv) = current.pointer("/metadata/resourceVersion")
                     {

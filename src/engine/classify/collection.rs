@@ -9,12 +9,14 @@
 //! incomplete. A source the user did not supply to a raw import (`not_supplied`) is not a failure
 //! of the collection and gives no verdict; neither does an API the server does not serve.
 //!
-//! What it does not own: the gaps themselves (collect, raw import), the gate (`waivers.rs`).
+//! What it does not own: the gaps themselves (collect, raw import), the gate (`gate.rs`).
 
 use crate::bundle::{EvidenceBundle, GapReason};
 use crate::engine::diagnosis::{Class, Severity, Subject, SubjectKind, Verdict};
 
-/// The sources that name what a scan judges, and what each stands for.
+/// The sources that name what a scan judges, and what each stands for. Other sources (metrics,
+/// logs, FlowSchemas) only add evidence about a subject these give: their gaps stay in the
+/// diagnosis's `gaps` (and rules read them as `cluster.gaps`) instead of a verdict here.
 const CORE_SOURCES: &[(&str, &str, &str)] = &[
     (
         "objects/apiservices",
@@ -38,6 +40,9 @@ const CORE_SOURCES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// `None` for reasons that are not a failure to read: an API the server does not serve has no
+/// objects to miss, and `not_supplied` / `skipped` / `unreadable` describe what a raw import was
+/// given (the file-level gap already names the file), not a collection that was refused.
 fn reason_words(r: GapReason) -> Option<&'static str> {
     match r {
         GapReason::Forbidden => Some("forbidden (403)"),
@@ -57,6 +62,8 @@ fn reason_words(r: GapReason) -> Option<&'static str> {
 pub fn incomplete_collection(bundle: &EvidenceBundle) -> Vec<Verdict> {
     let mut out = Vec::new();
     for (source, what, resource) in CORE_SOURCES {
+        // One verdict per source, from its first gap that is a failure: however many gaps a
+        // source has, its objects are unjudged once.
         let Some((gap, words)) = bundle
             .gaps
             .iter()

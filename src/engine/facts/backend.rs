@@ -11,6 +11,8 @@ use super::FactBase;
 use super::value::{Obj, list, string_map, strings};
 use crate::bundle::{Kind, Service, ServiceRef};
 
+/// The API server defaults `spec.type` to ClusterIP, but a hand-written or imported bundle may
+/// leave it out: an empty type is read as the default so that `checks_endpoints` stays true.
 fn service_type(s: &Service) -> &str {
     if s.type_.is_empty() {
         "ClusterIP"
@@ -21,6 +23,9 @@ fn service_type(s: &Service) -> &str {
 
 /// The Service a reference names (when it exists) and the port it calls (the reference's, else
 /// the default of the referring kind; 0 without a reference).
+///
+/// Every caller passes 443: APIService `spec.service.port` and the admission and conversion
+/// `ServiceReference.port` all default to 443 ("for backward compatibility", in each type's doc).
 fn service_and_port<'b>(
     base: &FactBase<'b>,
     r: Option<&ServiceRef>,
@@ -38,6 +43,9 @@ fn service_and_port<'b>(
 /// `service`: the Service an APIService, webhook or conversion webhook points at.
 pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i32) -> Fact {
     let (svc, port) = service_and_port(base, r, default_port);
+    // kube-aggregator's `available_controller.go` matches the reference's port against
+    // `spec.ports[].port` (not `targetPort`): no match is `ServicePortError` (REFERENCE.md §2.1).
+    // The matched entry's *name* is then what endpoints are looked up by.
     let matched = svc.and_then(|s| s.ports.iter().find(|p| p.port == port));
     let ports = svc.map(|s| s.ports.as_slice()).unwrap_or(&[]);
     Obj::new()
@@ -65,6 +73,9 @@ pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i
             svc.and_then(|s| s.external_name.clone())
                 .unwrap_or_default(),
         )
+        // The availability controller checks the port and endpoints only when `spec.type` is
+        // ClusterIP; an ExternalName (or other) Service goes straight to the discovery probe, so
+        // no endpoint rule may fire for it (REFERENCE.md §2.1).
         .b(
             "checks_endpoints",
             svc.is_some_and(|s| service_type(s) == "ClusterIP"),
@@ -104,6 +115,10 @@ pub fn service_fact(base: &FactBase<'_>, r: Option<&ServiceRef>, default_port: i
 }
 
 /// Ready/not-ready address counts for a Service port name, and the pods behind them.
+///
+/// `ready` is what the aggregator accepts; `ready_any_port` exists so that a rule can tell "the
+/// Service port's name matches no endpoint port" (ready addresses exist, but under another port
+/// name: a renamed or unnamed port) from "nothing is ready" — both are `MissingEndpoints`.
 struct EndpointCount {
     exists: bool,
     ready: i64,
@@ -112,6 +127,10 @@ struct EndpointCount {
     pods: Vec<(String, String)>,
 }
 
+/// Counts from a core/v1 Endpoints object, the source of the aggregator before 1.34. The endpoints
+/// controller puts a Pod that is not Ready under `notReadyAddresses`, so readiness is which list an
+/// address is in; an address only counts for the port name when its own subset carries that port,
+/// as the aggregator's "subset has both ready addresses and a port with the name" check does.
 fn legacy_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -> EndpointCount {
     let Some(e) = base.index.endpoints.get(&(ns, name)).copied() else {
         return EndpointCount {
@@ -149,6 +168,9 @@ fn legacy_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) 
     }
 }
 
+/// Counts from the EndpointSlices of a Service (the `kubernetes.io/service-name` label ties a slice
+/// to it), the source of the aggregator from 1.34 on. A Service may have several slices; the ports
+/// are per slice, so the port-name test is per slice as in [`legacy_endpoints`] per subset.
 fn slice_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -> EndpointCount {
     let slices: Vec<_> = base
         .index
@@ -166,7 +188,9 @@ fn slice_endpoints(base: &FactBase<'_>, ns: &str, name: &str, port_name: &str) -
     for s in slices {
         let has_port = s.ports.iter().any(|p| p.name == port_name);
         for e in &s.endpoints {
-            // The 1.34 aggregator counts `conditions.ready == nil || true` as ready.
+            // The 1.34 aggregator counts `conditions.ready == nil || true` as ready (REFERENCE.md
+            // §2.1), as the EndpointSlice API asks consumers to read an unknown (nil) `ready`:
+            // a slice written by hand or by another controller is not reported as not ready.
             let ready = e.ready.unwrap_or(true);
             if ready {
                 c.ready_any_port += e.addresses.len() as i64;
@@ -209,7 +233,11 @@ fn behind<'b>(base: &FactBase<'b>, r: Option<&ServiceRef>, default_port: i32) ->
         .unwrap_or(("", ""));
     let legacy = legacy_endpoints(base, ns, name, &port_name);
     let slices = slice_endpoints(base, ns, name, &port_name);
-    // The aggregator reads Endpoints before 1.34 and EndpointSlices from 1.34 on.
+    // The aggregator reads Endpoints before 1.34 and EndpointSlices from 1.34 on, so the counts
+    // come from the source the cluster's own controller reads (an unknown version reads as
+    // pre-1.34). When that source is absent from the bundle the other one stands in: for a
+    // Service with a selector both are written from the same Pods, and a missing kind is more
+    // often a collection gap than a missing object. `source` says which one was read.
     let slices_first = base.server_minor.is_some_and(|m| m >= 34);
     let (source, chosen) = match (slices_first, legacy.exists, slices.exists) {
         (true, _, true) | (false, false, true) => ("endpointslices", &slices),
@@ -226,6 +254,9 @@ fn behind<'b>(base: &FactBase<'b>, r: Option<&ServiceRef>, default_port: i32) ->
         .i("ready_any_port", chosen.ready_any_port)
         .build();
 
+    // Pods named by the endpoints, plus the Pods the selector matches: the endpoints controller
+    // leaves out a Pod with no IP yet (`ShouldPodBeInEndpoints`), which is exactly the Pending or
+    // ContainerCreating Pod a rule needs to see behind "no ready endpoints".
     let mut refs: Vec<(String, String)> = chosen.pods.clone();
     if let Some(s) = svc
         && !s.selector.is_empty()
@@ -267,6 +298,9 @@ pub fn endpoints_and_pods(
     default_port: i32,
 ) -> (Fact, Fact) {
     let Behind { endpoints, pods } = behind(base, r, default_port);
+    // The Pods' own view, beside the endpoints': a Pod can be Ready while the endpoints lag (or
+    // the other way round), and only the Pod says why it is not (`CrashLoopBackOff`,
+    // `ImagePullBackOff` in `problems`), which is the next thing an on-call engineer checks.
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
     let problems: Vec<String> = pods
         .iter()
@@ -289,6 +323,9 @@ pub fn endpoints_and_pods(
                     .b("ready", p.ready)
                     .i("restarts", p.restarts.into())
                     .v("problems", strings(p.container_problems.clone()))
+                    // An extension API server calls kube-apiserver (TokenReviews, SubjectAccess-
+                    // Reviews, its authentication ConfigMap) as this account, so delegation
+                    // checks look up its RBAC (`super::delegation`).
                     .s(
                         "service_account",
                         p.service_account.clone().unwrap_or_default(),

@@ -22,6 +22,9 @@ pub fn settings_fact(s: &Settings) -> Fact {
     o.build()
 }
 
+/// What a rule may conclude from one target's metrics: counters are cumulative since the process
+/// started, so only a `windowed` source (two scrapes) says what happened *recently*; a rule that
+/// needs a rate checks `windowed` rather than reading a lifetime total as current.
 fn metrics_source_fact(base: &FactBase<'_>, t: MetricTarget) -> Fact {
     let s = base.bundle.metrics_for(t);
     Obj::new()
@@ -46,11 +49,16 @@ fn metrics_source_fact(base: &FactBase<'_>, t: MetricTarget) -> Fact {
 pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
     let b = base.bundle;
     let c = &b.collection;
+    // 0.0 for an unknown version (`known` says which), so a `minor >= 34` test (the EndpointSlice
+    // switch, REFERENCE.md §2.1) reads an unknown version as pre-1.34, as `super::backend` does.
     let (major, minor) = c
         .server_version
         .as_ref()
         .and_then(|v| v.major_minor())
         .unwrap_or((0, 0));
+    // What "now" means for time checks (certificate expiry, ages): the collector's clock for a
+    // live scan, else the latest date the evidence carries. A rule that judges an expiry at
+    // `import` time may be judging a file weeks after the incident, so it can say so.
     let basis = match c.collected_at_basis {
         Some(TimeBasis::Clock) => "clock",
         Some(TimeBasis::Evidence) => "evidence",
@@ -63,6 +71,8 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
         CollectionSource::Raw { .. } => "raw",
         CollectionSource::Unknown => "unknown",
     };
+    // Gaps are evidence too: a rule checks `gap_sources` before reading an absence as "none"
+    // (no Endpoints listed because the list was forbidden is not "no endpoints").
     let gaps = list(b.gaps.iter().map(|g| {
         Obj::new()
             .s("source", g.source.clone())
@@ -76,6 +86,7 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
             .s("detail", g.detail.clone())
             .build()
     }));
+    // Counts of what the bundle holds: with `gaps`, they tell an empty list from a missing one.
     let objects = Obj::new()
         .i("apiservices", b.api_services.len() as i64)
         .i("services", b.services.len() as i64)
@@ -132,6 +143,8 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
             "gap_sources",
             strings(b.gaps.iter().map(|g| g.source.clone())),
         )
+        // How many APIServices have a backend: a listing from an extension server can be tied to
+        // an APIService only when this is 1 (see [`extension_health_fact`]).
         .i(
             "remote_apiservices",
             b.api_services.iter().filter(|a| !a.is_local()).count() as i64,
@@ -140,6 +153,9 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
         .build()
 }
 
+/// A `/readyz?verbose`-style listing: `[+]name ok` / `[-]name failed: reason` lines, read as
+/// `passed` and `failed` check names so that rules can ask for one check (`etcd`,
+/// `poststarthook/...`) without parsing the listing.
 pub fn health_fact(h: Option<&HealthCheck>) -> Fact {
     let checks = h.map(|h| h.checks.as_slice()).unwrap_or(&[]);
     Obj::new()
@@ -179,7 +195,8 @@ fn health<'b>(base: &FactBase<'b>, e: HealthEndpoint) -> Option<&'b HealthCheck>
 }
 
 /// The answer of the first of `endpoints` that server `owner` gave; of several answers of one
-/// endpoint (files taken at different moments), a failing one.
+/// endpoint (files taken at different moments), a failing one: a check that failed once during
+/// collection is evidence of a flapping dependency, while a later pass does not undo it.
 pub fn owned_health<'b>(
     base: &FactBase<'b>,
     owner: Component,
@@ -227,8 +244,13 @@ fn logs_of(base: &FactBase<'_>, c: Option<Component>) -> Fact {
     )
 }
 
-/// `apiserver`: kube-apiserver as a whole.
+/// `apiserver`: kube-apiserver as a whole. Its logs and the extension servers' are kept apart:
+/// an extension server's `[-]etcd` or "Unable to authenticate" line is about that server, and a
+/// rule that read it as kube-apiserver's would blame the wrong layer.
 pub fn apiserver_fact(base: &FactBase<'_>) -> Fact {
+    // The failing requests of the whole bundle, for rules about the API server itself that no
+    // one request's subject owns (e.g. `auth-webhook-authorizer-failing`: 500s from the
+    // authorization webhook, on requests tied to no object).
     let failing: Vec<Fact> = base
         .bundle
         .probes
@@ -292,6 +314,9 @@ pub fn etcd_fact(base: &FactBase<'_>) -> Fact {
                 &[HealthEndpoint::EtcdHealth, HealthEndpoint::ApiserverReadyz],
             )),
         )
+        // kube-apiserver's own `etcd` check says whether *its* client reaches etcd, which may
+        // differ from etcd's own health (a wrong client certificate, a partitioned node): a rule
+        // ruling Storage out reads this one.
         .v(
             "readyz_check",
             check_item(base, HealthEndpoint::ApiserverReadyz, "etcd"),
@@ -302,7 +327,9 @@ pub fn etcd_fact(base: &FactBase<'_>) -> Fact {
         )
         .v(
             "alarms",
-            // `etcdctl alarm list` / the gateway's alarm list: `NOSPACE`, `CORRUPT`.
+            // `etcdctl alarm list` / the gateway's alarm list: `NOSPACE`, `CORRUPT` (the alarm
+            // types of etcd's `AlarmType`). NOSPACE turns writes into `mvcc: database space
+            // exceeded` until the alarm is disarmed.
             strings(
                 base.bundle
                     .health_checks
@@ -324,6 +351,8 @@ pub fn etcd_fact(base: &FactBase<'_>) -> Fact {
 pub fn flowschema_fact(base: &FactBase<'_>, f: Option<&FlowSchema>) -> Fact {
     let d = FlowSchema::default();
     let x = f.unwrap_or(&d);
+    // Requests a FlowSchema matches are limited by its level; an Exempt level is never queued
+    // or rejected, so no APF rule may blame a FlowSchema that points at one.
     let level = base
         .bundle
         .priority_levels
@@ -337,6 +366,8 @@ pub fn flowschema_fact(base: &FactBase<'_>, f: Option<&FlowSchema>) -> Fact {
         .s("priority_level", x.priority_level.clone())
         .i("matching_precedence", x.matching_precedence.into())
         .s("distinguisher", x.distinguisher.clone().unwrap_or_default())
+        // The APF config controller sets `Dangling=True` when the FlowSchema names a priority level
+        // that does not exist; a rule must not blame a level that is not there.
         .b(
             "dangling",
             x.conditions
@@ -351,6 +382,9 @@ pub fn flowschema_fact(base: &FactBase<'_>, f: Option<&FlowSchema>) -> Fact {
 pub fn prioritylevel_fact(base: &FactBase<'_>, p: Option<&PriorityLevel>) -> Fact {
     let d = PriorityLevel::default();
     let x = p.unwrap_or(&d);
+    // The queue state comes from the `/debug/api_priority_and_fairness/dump_priority_levels`
+    // dump, matched by level name; without it, `state.present` is false and rules judge from the
+    // configuration and metrics only.
     let state = base
         .bundle
         .apf_state
@@ -379,6 +413,8 @@ pub fn prioritylevel_fact(base: &FactBase<'_>, p: Option<&PriorityLevel>) -> Fac
             "limit_response",
             x.limit_response.clone().unwrap_or_default(),
         )
+        // Queuing parameters exist only with `limitResponse: Queue`; with `Reject` a request
+        // that finds no seat is refused at once, so 0 here means "no queue".
         .i("queues", x.queues.unwrap_or(0).into())
         .i("hand_size", x.hand_size.unwrap_or(0).into())
         .i(

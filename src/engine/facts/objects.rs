@@ -4,9 +4,10 @@
 //! Each builder takes an `Option` and always returns the same shape: an absent object gives
 //! `present: false` and empty values, so a rule can ask `apiservice.present` on a Request whose
 //! related object is unknown without an evaluation error. Derived facts that need Kubernetes
-//! knowledge (the aggregator matches Endpoints ports by the Service port's *name*; it checks
-//! endpoints only for ClusterIP Services; 1.34 moved it to EndpointSlices) are computed here, once,
-//! so that rules stay short and version-neutral.
+//! knowledge (the `<version>.<group>` naming rule, the webhook defaults per API version, which
+//! resources a webhook intercepts, whether its namespace selector spares `kube-system`) are
+//! computed here, once, so that rules stay short and version-neutral; what the aggregator does with
+//! the Service and its endpoints is [`super::backend`]'s.
 
 use super::value::Fact;
 
@@ -15,6 +16,9 @@ use crate::bundle::{
     ApiService, Condition, Crd, LabelSelector, SideEffects, Webhook, WebhookTarget,
 };
 
+/// One condition; an absent one is `present: false` rather than `status: "Unknown"`, because the
+/// API's own `Unknown` (e.g. `ServiceAccessError`, REFERENCE.md §2.1) is a different finding from
+/// "the controller never wrote it".
 fn condition_fact(c: Option<&Condition>) -> Fact {
     Obj::new()
         .b("present", c.is_some())
@@ -39,6 +43,9 @@ fn conditions_fact(cs: &[Condition]) -> Fact {
 pub fn apiservice_fact(a: Option<&ApiService>, backend_health: Fact) -> Fact {
     let d = ApiService::default();
     let x = a.unwrap_or(&d);
+    // kube-aggregator's validation requires the name `<spec.version>.<spec.group>`; for the core
+    // group that is `v1.` (empty group, trailing dot), which this format yields too. An absent
+    // object "matches" so that a rule on it does not fire on nothing.
     let expected = format!("{}.{}", x.version, x.group);
     Obj::new()
         .b("present", a.is_some())
@@ -47,9 +54,13 @@ pub fn apiservice_fact(a: Option<&ApiService>, backend_health: Fact) -> Fact {
         .s("version", x.version.clone())
         .s("expected_name", expected.clone())
         .b("name_matches", a.is_none() || x.name == expected)
+        // No `spec.service`: a built-in group served in-process, which the availability
+        // controller marks `Local` and never probes (REFERENCE.md §2.1).
         .b("local", a.is_some() && x.is_local())
         .b("ca_bundle_present", x.ca_bundle_present)
         .b("insecure_skip_tls_verify", x.insecure_skip_tls_verify)
+        // Both are required and positive in apiregistration v1 (discovery orders groups and
+        // versions by them); 0 means the bundle did not carry them.
         .i(
             "group_priority_minimum",
             x.group_priority_minimum.unwrap_or(0).into(),
@@ -61,7 +72,9 @@ pub fn apiservice_fact(a: Option<&ApiService>, backend_health: Fact) -> Fact {
         .build()
 }
 
-/// Where a webhook or conversion webhook sends requests.
+/// Where a webhook or conversion webhook sends requests: `clientConfig` has either `service` or
+/// `url`. The port defaults to 443 in both forms: `ServiceReference.port` says so, and a `url` must
+/// be `https://`, whose default port is 443.
 pub fn target_fact(t: &WebhookTarget) -> Fact {
     let (mode, host, port, path) = match (&t.service, &t.url) {
         (Some(s), _) => (
@@ -74,6 +87,8 @@ pub fn target_fact(t: &WebhookTarget) -> Fact {
             let host = t.server_name().unwrap_or_default();
             let rest = u.split_once("://").map(|x| x.1).unwrap_or(u);
             let hostport = rest.split('/').next().unwrap_or("");
+            // An IPv6 literal without a port (`https://[::1]/x`) ends in `]`: its last `:` is part
+            // of the address, not a port separator.
             let port = hostport
                 .rsplit_once(':')
                 .and_then(|(_, p)| p.parse::<i32>().ok())
@@ -98,7 +113,9 @@ pub fn target_fact(t: &WebhookTarget) -> Fact {
 }
 
 /// Resources a controller writes constantly: a Fail webhook with a long timeout on these stalls the
-/// cluster when it is slow.
+/// cluster when it is slow. Node heartbeats (`leases`, `nodes/status`), scheduling (`pods/binding`),
+/// kubelet status updates (`pods/status`), the endpoint controllers and `events` are written by
+/// the control plane itself, so a webhook down on them blocks recovery as well as users.
 pub const HOT_RESOURCES: &[&str] = &[
     "*",
     "*/*",
@@ -134,7 +151,9 @@ fn selector_fact(s: &LabelSelector) -> Fact {
 }
 
 /// Whether a namespace selector leaves out the namespace `ns`, judged from the label every namespace
-/// carries since 1.21 (`kubernetes.io/metadata.name`).
+/// carries since 1.21 (`kubernetes.io/metadata.name`). Only that label is known for certain: a
+/// selector on any other label is judged as if the namespace did not carry it, which is what a
+/// namespace with default labels would give.
 pub fn selector_excludes_namespace(s: &LabelSelector, ns: &str) -> bool {
     let mut labels = std::collections::BTreeMap::new();
     labels.insert("kubernetes.io/metadata.name".to_string(), ns.to_string());
@@ -164,6 +183,8 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
         v.dedup();
         v
     };
+    // A rule's `resources` entry `pods/*` or `pods/status` still sends pod traffic to the webhook,
+    // so a subresource entry counts for its resource; `*` and `*/*` count for every resource.
     let any_op = |o: &str| ops.iter().any(|x| x == "*" || x == o);
     let any_res = |r: &str| {
         resources
@@ -218,6 +239,9 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
                 ""
             },
         )
+        // The per-version defaults (v1: Fail, Equivalent, 10 s; v1beta1: Ignore, Exact, 30 s) were
+        // applied when the bundle was built (`bundle::vocab::WebhookDefaults`), so a rule reads the
+        // policy the API server enforces; `timeout_set` says whether anyone chose the timeout.
         .s("failure_policy", x.failure_policy.as_str())
         .i("timeout_seconds", x.effective_timeout_seconds.into())
         .b("timeout_set", x.timeout_seconds.is_some())
@@ -226,10 +250,14 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
             "side_effects",
             x.side_effects.as_ref().map_or("", SideEffects::as_str),
         )
+        // Mutating webhooks only (default `Never`): `IfNeeded` calls the webhook again when a
+        // later mutation changed the object, one more call inside the same request deadline.
         .s(
             "reinvocation_policy",
             x.reinvocation_policy.clone().unwrap_or_default(),
         )
+        // The API server sends the first version in this list that it supports, and the webhook
+        // must answer in that version.
         .v(
             "admission_review_versions",
             strings(x.admission_review_versions.clone()),
@@ -244,6 +272,7 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
                     .v("api_groups", strings(r.api_groups.clone()))
                     .v("api_versions", strings(r.api_versions.clone()))
                     .v("resources", strings(r.resources.clone()))
+                    // `scope` defaults to "*" (both Cluster and Namespaced) in admissionregistration.
                     .s("scope", r.scope.clone().unwrap_or_else(|| "*".into()))
                     .build()
             })),
@@ -252,11 +281,15 @@ pub fn webhook_fact(w: Option<&Webhook>, traced: Fact) -> Fact {
         .v("resources", strings(resources.clone()))
         .v("intercepts", intercepts)
         .v("namespace_selector", selector_fact(&x.namespace_selector))
+        // An empty selector matches everything: the webhook sees every object of its rules.
         .b("object_selector_empty", x.object_selector.is_empty())
         .b(
             "kube_system_excluded",
             selector_excludes_namespace(&x.namespace_selector, "kube-system"),
         )
+        // A webhook whose selector covers its own namespace can deadlock: while it is down, the
+        // writes that would start its own Pods go through it (the dynamic admission control docs,
+        // "Avoiding deadlocks in self-hosted webhooks"). A `url` webhook has no namespace here.
         .s("own_namespace", own_ns.clone())
         .b(
             "own_namespace_excluded",
@@ -271,6 +304,8 @@ pub fn crd_fact(c: Option<&Crd>) -> Fact {
     let d = Crd::default();
     let x = c.unwrap_or(&d);
     let cond = |t: &str| x.conditions.iter().find(|c| c.type_ == t);
+    // Validation allows exactly one storage version; objects are stored in it, so a conversion
+    // webhook sits on every read and write in a version other than this one.
     let storage = x
         .versions
         .iter()
@@ -304,7 +339,11 @@ pub fn crd_fact(c: Option<&Crd>) -> Fact {
         )
         .v("served_versions", strings(served))
         .s("storage_version", storage)
+        // `status.storedVersions`: versions objects may still be stored in. A version listed here
+        // cannot be removed from `spec.versions` until a migration clears it.
         .v("stored_versions", strings(x.stored_versions.clone()))
+        // Established must be seen True ("the resource has become active", in the CRD API doc). A
+        // missing NamesAccepted is not a conflict: only `False` says another CRD holds the names.
         .b(
             "established",
             cond("Established").is_some_and(|c| c.status == "True"),
@@ -318,6 +357,7 @@ pub fn crd_fact(c: Option<&Crd>) -> Fact {
             "conversion",
             Obj::new()
                 .s("strategy", x.conversion.strategy.clone())
+                // Strategy `None` only rewrites `apiVersion`; only `Webhook` has a backend to fail.
                 .b(
                     "webhook",
                     x.conversion.strategy == "Webhook" && x.conversion.webhook.is_some(),

@@ -57,6 +57,11 @@ fn build_ref_fact(r: Option<&ObjectRef>) -> Fact {
         .build()
 }
 
+/// The `groupVersion` of a discovery document (`APIResourceList`), from its body. Bodies are kept
+/// to 2048 bytes when raw files are imported (`bundle::raw` `truncate`), so a long list does not
+/// parse as JSON; Go writes `groupVersion` before `resources`, so a plain scan still finds it in
+/// the kept prefix. `aggregation-discovery-wrong-group-version` compares it with the APIService: a
+/// 200 from a server that serves another group is a wiring fault, not an outage.
 fn discovery_group_version(body: &str) -> String {
     let trimmed = body.trim_start();
     if trimmed.starts_with('{')
@@ -86,6 +91,9 @@ fn first<'a, T, F: Fn(&'a Probe) -> Option<T>>(probes: &[&'a Probe], f: F) -> Op
 /// `request`: the merged observations of one request. `name` is the subject name (or a description
 /// of the single observation), `target` the object it concerns when known.
 pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -> Fact {
+    // Observations of one request disagree when it flaps or when client-go retried (a 429 then a
+    // 200): the failing status is the one there is something to diagnose, so it wins over the
+    // first one seen; `statuses` and `status_counts` keep the rest for rules on mixed outcomes.
     let status = probes
         .iter()
         .filter_map(|p| p.status)
@@ -98,6 +106,9 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .collect();
     statuses.sort();
     statuses.dedup();
+    // A flood record carries its own per-status counts; a plain record stands for `attempts`
+    // identical tries with its one status. Summing both keeps "1964 × 429, 60 × 200" exact when a
+    // flood record and single probes of the same request are merged.
     let mut counts = std::collections::BTreeMap::<String, u64>::new();
     for p in probes {
         if p.status_counts.is_empty() {
@@ -114,6 +125,8 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .iter()
         .filter_map(|p| p.status_body.as_ref())
         .find(|b| !b.reason.is_empty() || !b.message.is_empty());
+    // Deduplicated, in the order of the observations: kubectl stderr and its `-v6` trace repeat
+    // the same message, which a `count` of matches must not see twice.
     let mut texts: Vec<String> = Vec::new();
     for p in probes {
         for t in p.error_texts() {
@@ -134,16 +147,23 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
                 .build()
         })
         .collect();
+    // Of several watch outcomes, the most informative: one with an in-stream ERROR event (e.g.
+    // `410 Gone` "too old resource version"), else one whose end is known.
     let watch = probes
         .iter()
         .filter_map(|p| p.watch.as_ref())
         .max_by_key(|w| (w.error_event.is_some(), w.end != WatchEnd::Unknown));
+    // client-go sends `watch=true`, hand-written curls often `watch=1`; the API server reads both
+    // as true, so either marks a watch even when no outcome was recorded.
     let is_watch = watch.is_some()
         || probes.iter().any(|p| {
             p.path
                 .as_deref()
                 .is_some_and(|x| x.contains("watch=1") || x.contains("watch=true"))
         });
+    // The group/version/resource come from the first observation that has a path: kubectl's
+    // bare stderr line (`Error from server (ServiceUnavailable): …`) carries none, its `-v6`
+    // trace does.
     let rep = probes
         .iter()
         .find(|p| p.path.is_some())
@@ -154,11 +174,14 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
     let header = |f: fn(&Probe) -> Option<String>| first(probes, f).unwrap_or_default();
     let flow_schema_uid = header(|p| p.headers.flow_schema_uid.clone());
     let priority_level_uid = header(|p| p.headers.priority_level_uid.clone());
+    // Same rule as `status`: a non-zero exit from any observation is the one that matters.
     let exit_code = probes
         .iter()
         .filter_map(|p| p.exit_code)
         .find(|c| *c != 0)
         .or_else(|| first(probes, |p| p.exit_code));
+    // The slowest observation: latency rules look for a request that came near a deadline (a
+    // webhook's `timeoutSeconds`, the 60 s request timeout), which the fastest retry would hide.
     let latency = probes
         .iter()
         .filter_map(|p| p.latency_ms)
@@ -167,6 +190,8 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
     let mut files: Vec<String> = probes.iter().flat_map(|p| p.origin.files.clone()).collect();
     files.dedup();
     let watch_fact = watch_fact(watch);
+    // A request extpath sent itself is controlled evidence (known identity, known time); one read
+    // from a person's client output is what they saw; rules tell them apart (`o.from == 'probe'`).
     let from = if probes.iter().any(|p| p.origin.kind == ProbeKind::Probe) {
         "probe"
     } else {
@@ -237,9 +262,15 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         )
         .f("latency_ms", latency.unwrap_or(0.0))
         .b("latency_known", latency.is_some())
+        // `Retry-After` comes with a 429 (APF, max-in-flight, a shutting-down server) and tells
+        // clients when to retry; client-go honours it, which is how one rejection becomes many
+        // attempts.
         .s("retry_after", header(|p| p.headers.retry_after.clone()))
         .s("flow_schema_uid", flow_schema_uid.clone())
         .s("priority_level_uid", priority_level_uid.clone())
+        // APF puts `X-Kubernetes-PF-FlowSchema-UID` / `-PriorityLevel-UID` on the responses it
+        // classified (REFERENCE.md §2.3): on a 429 they tell APF from max-in-flight, which sends
+        // the same `Too many requests` text without them.
         .b(
             "apf_headers",
             !flow_schema_uid.is_empty() || !priority_level_uid.is_empty(),
@@ -257,6 +288,8 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .s("resource", resource)
         .v("target", ref_fact(target))
         .b("reproduced", probes.iter().any(|p| p.reproduced))
+        // The webhooks a write is sent to, as `why` matched their rules and selectors: a rule
+        // about a failed write looks among these for the webhook to blame.
         .v(
             "admitted_by",
             list({

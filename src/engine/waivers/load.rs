@@ -57,6 +57,8 @@ struct RawFile {
     waivers: Vec<Spanned<RawWaiver>>,
 }
 
+/// Unknown fields are errors: a waiver with an extra `namespace:` its author believes narrows it
+/// would otherwise be read without it and waive more than meant, silently.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawWaiver {
@@ -158,6 +160,8 @@ fn validate(raw: RawFile, path: &str) -> Result<Waivers, WaiverError> {
         let line = entry.referenced.line();
         let w = entry.value;
         let place = format!("waivers[{i}]");
+        // Blank counts as missing: `reason: ""` tells the next on-call nothing, and the line of
+        // the waiver is the best place to point at when the field is absent altogether.
         let required = |field: Option<Spanned<String>>, what: &str| {
             field
                 .filter(|f| !f.value.trim().is_empty())
@@ -234,7 +238,9 @@ fn is_rule_id(s: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
-/// Exactly `YYYY-MM-DD` (jiff alone would also take `20261231` and datetimes).
+/// Exactly `YYYY-MM-DD` (jiff alone would also take `20261231` and datetimes). Only a date: it is
+/// compared with the local date of the run (`cli/analyze.rs`), so a time of day would promise a
+/// precision the check does not have.
 fn parse_date(s: &str) -> Result<jiff::civil::Date, String> {
     let b = s.as_bytes();
     let shape_ok = b.len() == 10

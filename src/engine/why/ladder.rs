@@ -33,6 +33,8 @@ struct Placed {
 fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
     let mut out = Vec::new();
     for v in &d.verdicts {
+        // A Healthy verdict's rules confirm a step rather than break it, and an Inconclusive one
+        // says the evidence could not decide: the step's own evidence (`seen`) speaks for both.
         if matches!(v.class, Class::Healthy | Class::Inconclusive) {
             continue;
         }
@@ -55,6 +57,8 @@ fn findings(d: &Diagnosis, request: Option<&Verdict>) -> Vec<Placed> {
                 from_request: is_request,
             });
         }
+        // Consequences (what a fault of this object does downstream) are shown where they land
+        // but never decide: the request broke at the cause, not at its echo.
         for c in &v.consequences {
             out.push(Placed {
                 finding: Finding {
@@ -114,6 +118,10 @@ pub fn mark(
             })
             .map(|(i, _)| i)
             .collect();
+        // A finding about an APIService, webhook or CRD with no step of its own here concerns
+        // another path's object: putting it on this path's rung-wide step would blame this
+        // request for an object it never touched. Path-wide subjects (API server, etcd, a
+        // priority level) have no object step, so the rung-wide step is theirs.
         let object_kinds = [
             SubjectKind::ApiService,
             SubjectKind::ValidatingWebhook,
@@ -134,7 +142,10 @@ pub fn mark(
         };
         if targets.is_empty() {
             if p.finding.decides {
-                // After the request-wide steps, before the first step of a later rung.
+                // After the request-wide steps, before the first step of a later rung: kube-apiserver's
+                // filter chain (`DefaultBuildHandlerChain` in apiserver `pkg/server/config.go`)
+                // authenticates, applies APF and authorizes every request before any handler, so a
+                // handler-level rung (`verb`, `backend`) can only come after authorization.
                 let start = steps
                     .iter()
                     .position(|s| s.rung == crate::bundle::Rung::Authz)
@@ -161,6 +172,8 @@ pub fn mark(
             }
         }
     }
+    // A rule outranks the step's own evidence: a finding is a judged fault, `seen` only what the
+    // trace showed (a bad answer without a rule to explain it is "attention", not a break).
     for s in steps.iter_mut() {
         s.state = if !s.findings.is_empty() {
             StepState::Failed
@@ -191,6 +204,8 @@ pub fn mark(
         }
         steps[i].state = worst;
     }
+    // A request that got a success passed every step, so "not reached" applies only to one that
+    // failed; the first deciding step is where it stopped.
     if !answered
         && let Some(broke) = steps
             .iter()

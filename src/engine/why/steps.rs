@@ -146,6 +146,8 @@ fn message(p: &Probe) -> String {
     p.error.clone().unwrap_or_default()
 }
 
+/// Authentication runs before APF and authorization (apiserver `DefaultBuildHandlerChain` in
+/// `pkg/server/config.go`), so any answer but a 401 is read as having passed it.
 fn authn(p: &Probe, trace: &Trace) -> Step {
     match p.status {
         Some(401) => Step::new(
@@ -166,6 +168,9 @@ fn authn(p: &Probe, trace: &Trace) -> Step {
 }
 
 fn flowcontrol(b: &EvidenceBundle, p: &Probe, trace: &Trace) -> Step {
+    // The FlowSchema matched from the objects first (it says *why* it matched), else the one the
+    // response's `X-Kubernetes-PF-FlowSchema-UID` names, else only the UID when the FlowSchemas
+    // could not be listed: APF may be the one thing that rejected the list.
     let schema = match (&trace.flow_schema, &trace.flow_schema_from_header) {
         (Some(m), _) => format!(
             "FlowSchema {} (precedence {}; {})",
@@ -231,6 +236,7 @@ fn flowcontrol(b: &EvidenceBundle, p: &Probe, trace: &Trace) -> Step {
                     .unwrap_or_default()
             ),
         ),
+        // A 401 was refused by authentication before APF saw it.
         Some(401) | None => (Seen::Unknown, String::new()),
         Some(_) => (Seen::Ok, "dispatched".to_string()),
     };
@@ -248,6 +254,7 @@ fn authz(p: &Probe, trace: &Trace) -> Step {
             } else {
                 format!("{}.{}", r.resource_with_subresource(), r.group)
             };
+            // `/api/v1/namespaces/<name>` carries the namespace's own name, not a scope.
             let scope = match &r.namespace {
                 Some(ns) if r.resource != "namespaces" => format!(" in namespace {ns}"),
                 _ => String::new(),
@@ -262,12 +269,15 @@ fn authz(p: &Probe, trace: &Trace) -> Step {
             Seen::Bad,
             format!("403 Forbidden: {}", message(p)),
         ),
+        // Refused by authentication or APF, which run before authorization: it was never asked.
         Some(401 | 429) | None => Step::new(Rung::Authz, Seen::Unknown, ""),
         Some(_) => Step::new(Rung::Authz, Seen::Ok, allowed),
     }
 }
 
 /// kube-apiserver's etcd, as the readiness check and the latency around the request show it.
+/// The `etcd` check of `/readyz` is kube-apiserver's own client reaching etcd, the storage this
+/// request used; etcd's own `/health` may be fine while that client is not.
 fn storage(b: &EvidenceBundle) -> Step {
     let readyz = b
         .health_checks
@@ -300,6 +310,8 @@ fn storage(b: &EvidenceBundle) -> Step {
         false,
     );
     let mut step = Step::new(Rung::Storage, seen, text);
+    // Only over a window: `etcd_request_duration_seconds` is a histogram cumulative since start,
+    // and a p99 of its lifetime says nothing about the moment of this request.
     // On a line of its own: a number's width must not move the wrapping of the prose around it.
     if q.present && q.windowed && q.count > 0.0 {
         step.notes.push(format!(
@@ -333,6 +345,8 @@ fn watch(p: &Probe) -> Step {
     if let Some(d) = &w.end_detail {
         text.push_str(&format!("; {d}"));
     }
+    // A server that closes a watch cleanly (its `--min-request-timeout` jitter) is normal, and
+    // clients re-watch; an ERROR event or a broken stream is not.
     let bad =
         w.error_event.is_some() || matches!(w.end, WatchEnd::Broken | WatchEnd::ClientTimeout);
     Step::new(Rung::Watch, if bad { Seen::Bad } else { Seen::Ok }, text)
@@ -345,6 +359,8 @@ pub fn observe(inv: &Investigation) -> Vec<Step> {
     let trace = &inv.trace;
     let mut out = vec![authn(p, trace), flowcontrol(b, p, trace), authz(p, trace)];
     match trace.serving {
+        // No storage step: kube-apiserver proxies an aggregated request to the extension server,
+        // whose own storage (not kube-apiserver's etcd) answers it.
         Serving::Aggregated => {
             if let Some(a) = trace.api_service.as_deref().and_then(|n| b.api_service(n)) {
                 out.extend(objects::aggregated(b, p, trace, a));

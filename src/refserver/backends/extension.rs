@@ -152,6 +152,10 @@ impl Extension {
                     std::slice::from_ref(&self.trusted_ca),
                     jiff::Timestamp::now(),
                 ) {
+                    // kubeadm's `--requestheader-allowed-names` (which extension servers read
+                    // from the `extension-apiserver-authentication` ConfigMap): only the
+                    // aggregator's client certificate may assert a user; any other CN is the
+                    // "not in the allowed list" failure (REFERENCE.md §2.3).
                     Ok(id) if id.user == "front-proxy-client" => true,
                     Ok(id) => {
                         self.log.write(
@@ -187,6 +191,7 @@ impl Extension {
             .to_str()
             .ok()?
             .to_string();
+        // The aggregator sends one `X-Remote-Group` header per group; all of them count.
         let groups = req
             .headers()
             .get_all("x-remote-group")
@@ -236,9 +241,13 @@ impl Extension {
             .enumerate()
             .map(|(i, mut o)| {
                 o["apiVersion"] = json!(self.spec.group_version);
+                // Positions as resourceVersions, and the list's own is the count: a watch from the
+                // list's resourceVersion then sends nothing old, as a real server sends only
+                // what changed after it.
                 if o.pointer("/metadata/resourceVersion").is_none() {
                     o["metadata"]["resourceVersion"] = json!((i + 1).to_string());
                 }
+                // A fixed time, so that answers (and snapshots of them) do not change per run.
                 if o.pointer("/metadata/creationTimestamp").is_none() {
                     o["metadata"]["creationTimestamp"] = json!("2026-11-29T08:00:00Z");
                 }
@@ -248,6 +257,9 @@ impl Extension {
     }
 
     async fn handle(&self, req: Request<Incoming>, peer: PeerChain) -> Response<Body> {
+        // Slowness and a fixed status come before authentication, so they hit every caller alike,
+        // the aggregator's availability probe included: its 5 s client timeout and its
+        // "bad status" are what `FailedDiscoveryCheck` reports (REFERENCE.md §2.1).
         if self.behaviour.slow_ms > 0 {
             tokio::time::sleep(Duration::from_millis(self.behaviour.slow_ms)).await;
         }
@@ -313,7 +325,8 @@ impl Extension {
                     json_response(200, &self.discovery())
                 }
                 "/healthz" | "/readyz" | "/livez" if self.behaviour.storage_hang_ms.is_some() => {
-                    // A generic API server's verbose listing with its storage check failing.
+                    // A generic API server's verbose listing with its storage check failing; the
+                    // real one withholds the reason in the listing and logs it instead.
                     let endpoint = info.path.trim_matches('/');
                     super::super::status::text_response(
                         500,
@@ -403,6 +416,8 @@ impl Extension {
                 if let Some(l) = it.next() {
                     return Some((Ok::<_, Infallible>(l), (it, close, false)));
                 }
+                // After the initial ADDED events a watch stays open until the client leaves, unless
+                // the scenario closes it (a server ending watches early).
                 match close {
                     Some(d) => {
                         tokio::time::sleep(d).await;

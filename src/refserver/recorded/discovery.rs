@@ -1,10 +1,13 @@
 //! Discovery and reads that a replayed recording answers differently from a live server: what the
 //! recording does not hold, flowcontrol in the version it was recorded in, and the group list.
 //!
-//! * A kind the recording says nothing about is answered 403 (see the parent module): reads of
-//!   APIServices, webhook configurations, CRDs, flowcontrol, Services, Endpoints and
-//!   EndpointSlices, Pods, Events and RBAC roles and bindings, when the recording has a gap for
-//!   them, or when it was not collected live and holds none of them.
+//! * A kind the recording says nothing about (reads of APIServices, webhook configurations, CRDs,
+//!   flowcontrol, Services, Endpoints and EndpointSlices, Pods, Events and RBAC roles and
+//!   bindings) is answered 403 when the recording has a gap that records a refusal or failure, or
+//!   when it was not collected live and holds none of them. The exception: the four lists a scan
+//!   judges (APIServices, both webhook configurations, CRDs) that a raw or hand-made recording was
+//!   simply not given are answered 404, since nothing refused them — a 403 there would become the
+//!   critical "collection incomplete" verdict the original never had.
 //! * FlowSchemas and PriorityLevelConfigurations were read in whichever flowcontrol version the
 //!   recorded server served (v1beta2 on 1.24). The group is served in exactly the recorded
 //!   version(s), so a collection reads them in it again; lists and gets of those versions come from
@@ -119,6 +122,8 @@ fn unknown(r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
         .gaps
         .iter()
         .find(|g| g.source.starts_with(source.gap_prefix));
+    // `not_supplied` and `not_served` are not refusals: the first is what a raw import lacked,
+    // the second an API the recorded server did not have.
     let refused = gap.is_some_and(|g| {
         !matches!(
             g.reason,
@@ -128,6 +133,7 @@ fn unknown(r: &Recorded, info: &RequestInfo) -> Option<Response<Body>> {
     if refused {
         return Some(not_recorded(source.what, &info.group, &info.resource));
     }
+    // A live collection that found none of a kind saw that there are none: served as empty.
     if gap.is_none() && (r.live() || !source.empty) {
         return None;
     }
@@ -159,7 +165,10 @@ fn not_in_recording(what: &str) -> Response<Body> {
     .into_response()
 }
 
-/// The flowcontrol versions the recording's objects were read in (v1 when it holds none).
+/// The flowcontrol versions the recording's objects were read in (v1 when it holds none). A 1.24
+/// recording holds v1beta2 objects (`assuredConcurrencyShares` where v1 has
+/// `nominalConcurrencyShares`): served as v1 they would carry fields v1 does not have, since a
+/// replay stores objects as recorded and converts nothing.
 fn flowcontrol_versions(r: &Recorded) -> Vec<&'static str> {
     let b = &r.bundle;
     let recorded: BTreeSet<&str> = b
@@ -289,7 +298,9 @@ fn served_groups(store: &Store, r: &Recorded) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// `/apis`: the recorded APIServices' groups, then every other group the server serves.
+/// `/apis`: the recorded APIServices' groups, then every other group the server serves. kubectl
+/// finds a resource's group through this list, so a recording that left the built-in
+/// APIServices out must not hide `apiregistration.k8s.io` and the rest from it.
 fn group_list(store: &Store, r: &Recorded) -> Value {
     let mut list = live::group_list(store);
     let listed: BTreeSet<String> = list["groups"]

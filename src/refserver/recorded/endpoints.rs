@@ -35,6 +35,8 @@ use crate::refserver::status::{json_response, text_response};
 /// The exposition of the recorded source `index`, for the `n`th scrape of it.
 fn scrape(r: &Recorded, index: Option<usize>, scrapes: &AtomicUsize) -> Option<String> {
     let source = &r.bundle.metrics[index?];
+    // Counted per source, not per client: the collector's first and second scrape of one run are
+    // what the window was made of, and a third scrape (a person's curl) gets the end again.
     let n = scrapes.fetch_add(1, Ordering::SeqCst);
     Some(if source.window.is_some() && n == 0 {
         write_text(&window_start(&source.families))
@@ -82,6 +84,8 @@ pub fn health_text(check: &HealthCheck, endpoint: &str, verbose: bool) -> (u16, 
         };
         return (code, text);
     }
+    // As the apiserver's healthz handler: a passing check without `?verbose` is a bare `ok`, a
+    // failing one always lists its checks, so the failing item shows without asking.
     if check.ok && !verbose {
         return (code, "ok".into());
     }
@@ -98,7 +102,8 @@ pub fn health_text(check: &HealthCheck, endpoint: &str, verbose: bool) -> (u16, 
     (code, text)
 }
 
-/// One check of a recorded endpoint (`/readyz/etcd`).
+/// One check of a recorded endpoint (`/readyz/etcd`), in the words of the apiserver's per-check
+/// handler: `ok`, or 500 `internal server error: <reason>`.
 fn single_check(check: &HealthCheck, name: &str) -> Response<Body> {
     match check.checks.iter().find(|c| c.name == name) {
         None => text_response(404, "404 page not found\n".into()),
@@ -119,6 +124,8 @@ fn health(r: &Recorded, path: &str, verbose: bool) -> Response<Body> {
         Some((e, rest)) => (e, Some(rest)),
         None => (trimmed, None),
     };
+    // `/healthz` (deprecated for `/livez` and `/readyz`, the two a collection reads) is never in a
+    // recording: a client that asks for it gets the 403 of what was not recorded, not a guess.
     let index = match endpoint {
         "readyz" => r.split.readyz,
         "livez" => r.split.livez,
@@ -173,6 +180,8 @@ fn etcd_health(r: &Recorded) -> Response<Body> {
         "health": if check.ok { "true" } else { "false" },
         "reason": check.error.clone().unwrap_or_default(),
     });
+    // etcd's `/health` answers 503 with `"health":"false"` when unhealthy; a client that reads
+    // only the status code must see it too.
     let mut resp = json_response(200, &body);
     if !check.ok {
         *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;

@@ -20,7 +20,9 @@
 //!   discovery lists the recorded APIServices' groups beside the built-in ones ([`discovery`]);
 //! * what the recording does not hold is answered 403, so a collection records a gap ("not seen")
 //!   instead of concluding it is absent: a gap the recording has, or a raw/hand-made recording that
-//!   has none of a kind (a live collection that found no Services did see that there are none).
+//!   has none of a kind (a live collection that found no Services did see that there are none) —
+//!   except the four lists a scan judges, which a raw recording that was not given them answers
+//!   404, since nothing refused them ([`discovery`]).
 //!
 //! This mode serves recorded outcomes by design; scenario mode, where failures happen for real,
 //! stays the basis of the reference server's tests. What cannot be served — client output, logs,

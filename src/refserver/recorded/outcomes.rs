@@ -120,6 +120,8 @@ pub fn resource_list(r: &Recorded, a: &ApiService) -> Value {
         .iter()
         .map(|&i| &r.bundle.probes[i])
         .filter(|p| p.target.as_ref().is_some_and(|t| t.name == a.name))
+        // The collector's list probe of a resource is `GET <gv>/<resource>?limit=1`: its path
+        // is the only record of which resources the group served.
         .filter_map(|p| p.path.as_deref()?.strip_prefix(&base)?.strip_suffix("?limit=1"))
         .map(|name| {
             json!({"name": name, "singularName": "", "namespaced": true, "kind": "", "verbs": ["get", "list"]})
@@ -155,6 +157,8 @@ async fn give_back(r: &Recorded, p: &Probe, info: &RequestInfo) -> Response<Body
     if let Some(ms) = p.latency_ms.filter(|ms| ms.is_finite() && *ms > 0.0) {
         tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0).min(MAX_DELAY)).await;
     }
+    // An outcome without a status is a transport failure the client saw (no response at all);
+    // 500 is the nearest an HTTP server can answer.
     let code = p.status.unwrap_or(500);
     let wire = client_made_from(p);
     let body = if let Some(b) = wire {
@@ -164,6 +168,8 @@ async fn give_back(r: &Recorded, p: &Probe, info: &RequestInfo) -> Response<Body
     } else if let Some(b) = &p.body {
         b.clone()
     } else if (200..300).contains(&code) {
+        // A recorded success kept no body: the discovery document is rebuilt, any other success
+        // is an empty list, so a client parses what it expects.
         match remote(r, info) {
             Some(a) if info.path.trim_end_matches('/') == discovery_path(&a.group, &a.version) => {
                 resource_list(r, a).to_string()
@@ -208,10 +214,15 @@ fn failed_verification<'r>(r: &'r Recorded, a: &ApiService) -> Option<&'r str> {
 
 /// What kube-aggregator answers for `a` from the recorded state alone.
 fn reconstruct(r: &Recorded, a: &ApiService, info: &RequestInfo) -> Response<Body> {
+    // The order of `handler_proxy.go`: an APIService that is not Available is refused before any
+    // dial (REFERENCE.md §2.2), so a recorded TLS failure only shows on an Available one.
     let available = a.available().is_some_and(|c| c.status == "True");
     if !available {
         return ApiError::plain(503, "service unavailable").into_response();
     }
+    // The proxy verifies the serving chain against `caBundle` unless the APIService skips it;
+    // the availability probe does not (it dials insecure), which is how an Available APIService
+    // can still fail every proxied request on TLS.
     if !a.insecure_skip_tls_verify
         && let Some(error) = failed_verification(r, a)
     {

@@ -224,7 +224,7 @@ pub fn report(d: &Diagnosis, flags: &AnalyzeFlags) -> anyhow::Result<u8> {
         Format::Table if flags.wide => Format::Wide,
         other => other,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::report_out();
     render(d, format, &opts, &mut out)?;
     out.flush()?;
     Ok(if exceeds(d, threshold) {
@@ -252,7 +252,7 @@ pub fn report_fleet(
         Format::Table if flags.wide => Format::Wide,
         other => other,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = super::report_out();
     crate::report::fleet::render_fleet(f, format, &opts, &mut out)?;
     out.flush()?;
     Ok(f.summary.exit_code)

@@ -152,7 +152,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         width: opts.width,
         verbose: args.verbose,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::cli::report_out();
     write(&mut out, args.output, &report, look)?;
     std::io::Write::flush(&mut out)?;
     Ok(if failed == 0 { EXIT_OK } else { EXIT_FINDINGS })

@@ -328,6 +328,69 @@ async fn kubectl_shows_available_reasons_and_the_proxy_fails_like_kube_aggregato
     );
 }
 
+// kubectl sends `--request-timeout` as Go prints a duration (`?timeout=1m30s`), and the server
+// reads `?timeout=` as kube-apiserver's `WithRequestDeadline` does (endpoints/filters/
+// request_deadline.go `parseTimeout`, Go's `time.ParseDuration`): a compound duration is served,
+// and one that does not parse is a 400 with Go's message, before authentication.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kubectl_request_timeouts_are_go_durations() {
+    if !kubectl_available() {
+        return;
+    }
+    let server = start("healthy").await;
+    let k = kubeconfig(&server);
+    let (ok, _, stderr) = kubectl(
+        &k,
+        &[
+            "get",
+            "configmaps",
+            "-n",
+            "default",
+            "--request-timeout=1m30s",
+        ],
+    );
+    assert!(ok, "{stderr}");
+    let sent = server.requests();
+    assert!(
+        sent.iter().any(|r| r.method == "GET"
+            && r.path.starts_with("/api/v1/namespaces/default/configmaps?")
+            && r.path.contains("timeout=1m30s")),
+        "{:?}",
+        sent.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+    for path in [
+        "/api/v1/namespaces/default/configmaps?timeout=0m45.5s",
+        "/api/v1/namespaces/default/configmaps?timeout=",
+    ] {
+        let (ok, _, stderr) = kubectl(&k, &["get", "--raw", path]);
+        assert!(ok, "{path}: {stderr}");
+    }
+    for (token, path, message) in [
+        (
+            None,
+            "/api/v1/namespaces/default/configmaps?timeout=5",
+            r#"invalid timeout specified in the request URL - time: missing unit in duration "5""#,
+        ),
+        (
+            Some("no-such-token"),
+            "/api/v1/namespaces/default/configmaps?timeout=1d",
+            r#"invalid timeout specified in the request URL - time: unknown unit "d" in duration "1d""#,
+        ),
+    ] {
+        let mut args = vec!["get", "--raw", path];
+        if let Some(t) = token {
+            args.extend(["--token", t]);
+        }
+        let (ok, _, stderr) = kubectl(&k, &args);
+        assert!(!ok, "{path}");
+        assert!(
+            stderr.contains("(BadRequest)") && stderr.contains(message),
+            "{path}: {stderr}"
+        );
+    }
+    server.shutdown().await;
+}
+
 // The discovery, OpenAPI and list requests kubectl makes (DESIGN §3: run it with -v6 to see them)
 // must all succeed on a healthy scenario, or every kubectl-based test would fail for the wrong
 // reason.

@@ -2,7 +2,7 @@
 //! method and path address, what serves them (kube-apiserver, a CRD, an extension server behind an
 //! APIService), which admission webhooks a write is sent to and which a selector leaves out, which
 //! FlowSchema classifies the user — and the [`Investigation`] that holds it beside the focused
-//! [`EvidenceBundle`](super::EvidenceBundle).
+//! [`EvidenceBundle`].
 //!
 //! What this module owns: the types, as evidence (serde, no I/O). What it does not own: reading a
 //! method and path or asking the cluster (that is `collect::why`), deciding which rung of the path

@@ -16,7 +16,7 @@
 //! current [`super::Cli`] and fails when they differ ([`checked_in_files`]). Static candidates come
 //! from the clap definitions (subcommands, flags, value enums and possible values such as classes
 //! and severities, path hints). Values that only exist at run time are completed dynamically, by
-//! `__complete` — so through `kubectl extpath <TAB>` — ([`dynamic_values`]): rule ids (`explain`,
+//! `__complete` — so through `kubectl extpath <TAB>` — (`dynamic_values`): rule ids (`explain`,
 //! `--rule`, `--skip-rule`; the bundled rules and those of a `--rules DIR` typed on the line),
 //! classes for `explain`, kubeconfig contexts, clusters, users and namespaces (`--context`,
 //! `--cluster`, `--user`, `-n`; from `--kubeconfig`, `$KUBECONFIG` or `~/.kube/config`, never from

@@ -402,7 +402,7 @@ pub struct LineLimits {
 /// What of a body an error message keeps: its text, trimmed, at most this many characters.
 const BODY_IN_MESSAGE: usize = 300;
 
-/// A body as the text of an error message (trimmed, at most [`BODY_IN_MESSAGE`] characters).
+/// A body as the text of an error message (trimmed, at most `BODY_IN_MESSAGE` (300) characters).
 pub fn body_excerpt(body: &[u8]) -> String {
     String::from_utf8_lossy(body)
         .trim()

@@ -4,7 +4,7 @@
 //! A rule is evaluated once per subject, so a pattern compiled per call was compiled thousands of
 //! times on a large cluster (a third of `analyze`'s time at the scale benchmark's 2,856 subjects).
 //! Patterns are rule literals in practice; one built from evidence could grow the cache, so it is
-//! emptied when it reaches [`LIMIT`] patterns.
+//! emptied when it reaches `LIMIT` (1,024) patterns.
 //!
 //! A compiled pattern is handed out shared (`Arc`), never cloned: a cloned `Regex` starts with an
 //! empty pool of search caches, so every call allocated a new cache (a hot spot of the analysis

@@ -399,7 +399,7 @@ async fn versioned(state: &State, to: &ResourceDef, obj: &Value) -> Result<Value
 ///
 /// Every webhook is called in turn. kube-apiserver calls the matching validating webhooks in
 /// parallel (`validating/dispatcher.go`) and reports the first failure to arrive; in turn, the
-/// first in [`hooks`] order is reported, so a scenario with one failing validating webhook is the
+/// first in `hooks` order is reported, so a scenario with one failing validating webhook is the
 /// same and one with several names the first by configuration name.
 ///
 /// # Errors

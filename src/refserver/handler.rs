@@ -1,5 +1,6 @@
 //! The filter chain every request goes through, outermost first, as in kube-apiserver 1.30:
-//! request timeout (504 for non-long-running requests past `?timeout=` or the server default) →
+//! request timeout (400 for a `?timeout=` that is not a Go duration, 504 for non-long-running
+//! requests past `?timeout=` or the server default) →
 //! authentication (401) → APF (429, PF UID headers on every response) → authorization (403) →
 //! the aggregator proxy for remote APIServices, or the local handlers. Local responses are counted
 //! in `apiserver_request_total` and `apiserver_request_duration_seconds`; APF rejections and
@@ -26,6 +27,7 @@ use super::request::RequestInfo;
 use super::state::{LoggedRequest, State};
 use super::status::ApiError;
 use super::tls::PeerChain;
+use crate::semantics::go_duration;
 
 const REQUESTS: Desc = Desc {
     name: "apiserver_request_total",
@@ -57,23 +59,25 @@ const DURATION: Desc = Desc {
     ],
 };
 
-/// A Go duration as clients send it in `?timeout=` (`32s`, `500ms`, `1m`); a bare number is read
-/// as seconds. Compound forms (`1m30s`, how Go prints 90 s) are not parsed and fall back to the
-/// server's default; the scenarios' clients send single-unit timeouts.
-fn parse_go_duration(s: &str) -> Option<Duration> {
-    let (num, unit) = s
-        .find(|c: char| c.is_ascii_alphabetic())
-        .map(|i| s.split_at(i))
-        .unwrap_or((s, "s"));
-    let n: f64 = num.parse().ok()?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
+/// The deadline of a request that is not long-running, as `WithRequestDeadline`'s
+/// `timeoutParser.Parse` and `parseTimeout` (apiserver/pkg/endpoints/filters/request_deadline.go)
+/// decide it: an empty or absent `?timeout=` takes the server's `default`; otherwise it is a Go
+/// duration (`time.ParseDuration`: `32s`, `1m30s`, `1.5s`), and one that does not parse is a 400.
+/// A parsed timeout applies only when positive and below the default (`0s` means none of the
+/// client's own).
+fn request_deadline(info: &RequestInfo, default: Duration) -> Result<Duration, ApiError> {
+    let Some(value) = info.param("timeout").filter(|v| !v.is_empty()) else {
+        return Ok(default);
     };
-    Some(Duration::from_secs_f64(secs.max(0.0)))
+    let ns = go_duration::parse(value).map_err(|e| {
+        ApiError::bad_request(format!(
+            "invalid timeout specified in the request URL - {e}"
+        ))
+    })?;
+    Ok(match u64::try_from(ns) {
+        Ok(ns) if ns > 0 && u128::from(ns) < default.as_nanos() => Duration::from_nanos(ns),
+        _ => default,
+    })
 }
 
 fn pf_headers(resp: &mut Response<Body>, class: &Classification) {
@@ -166,6 +170,18 @@ pub async fn handle(
             traffic: req.extensions().get::<Traffic>().is_some(),
         });
     }
+    // `WithRequestDeadline` is outside authentication: a `?timeout=` that is not a Go duration is
+    // a 400 before a 401. Watches, exec, proxy and the like are exempt from the request timeout
+    // (it skips long-running requests; a watch's own limit is `timeoutSeconds`).
+    let deadline = if info.is_long_running() {
+        None
+    } else {
+        let default = Duration::from_secs(state.scenario.server.request_timeout_seconds);
+        match request_deadline(&info, default) {
+            Ok(d) => Some(d),
+            Err(e) => return e.into_response(),
+        }
+    };
     let user = match user {
         Ok(u) => u,
         Err(e) => return e.into_response(),
@@ -178,19 +194,10 @@ pub async fn handle(
     {
         return resp;
     }
-    // Watches, exec, proxy and the like are exempt from the request timeout
-    // (`WithRequestDeadline` skips long-running requests): a watch lives for minutes.
-    if info.is_long_running() {
+    // A watch lives for minutes.
+    let Some(limit) = deadline else {
         return inner(state, req, info, user, path_and_query, started).await;
-    }
-    let limit = info
-        .param("timeout")
-        // A client's `?timeout=` is a Go duration (client-go sends e.g. `timeout=32s`); without one
-        // the server's --request-timeout (60 s by default) applies.
-        .and_then(parse_go_duration)
-        .unwrap_or(Duration::from_secs(
-            state.scenario.server.request_timeout_seconds,
-        ));
+    };
     let fut = inner(
         state.clone(),
         req,
@@ -286,4 +293,54 @@ where
         .map(|c| c.to_bytes())
         .unwrap_or_default();
     Request::from_parts(parts, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::request_deadline;
+    use crate::refserver::request::RequestInfo;
+
+    const DEFAULT: Duration = Duration::from_secs(60);
+
+    fn deadline(query: &str) -> Result<Duration, String> {
+        let info = RequestInfo::parse("GET", &format!("/api/v1/namespaces/a/configmaps?{query}"));
+        request_deadline(&info, DEFAULT).map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn timeouts_are_go_durations_below_the_default() {
+        // request_deadline.go timeoutParser.Parse.
+        for (q, want) in [
+            ("timeout=1m30s", DEFAULT),
+            ("timeout=0m45.5s", Duration::from_millis(45_500)),
+            ("timeout=1h", DEFAULT),
+            ("timeout=1.5s", Duration::from_millis(1500)),
+            ("timeout=500ms", Duration::from_millis(500)),
+            ("timeout=250us", Duration::from_micros(250)),
+            ("timeout=32s", Duration::from_secs(32)),
+            ("timeout=0s", DEFAULT),
+            ("timeout=0", DEFAULT),
+            ("timeout=-5s", DEFAULT),
+            ("timeout=60s", DEFAULT),
+            ("timeout=", DEFAULT),
+            ("limit=5", DEFAULT),
+            ("timeout=5s&timeout=foo", Duration::from_secs(5)),
+        ] {
+            assert_eq!(deadline(q), Ok(want), "{q}");
+        }
+    }
+
+    #[test]
+    fn a_timeout_that_is_not_a_go_duration_is_a_bad_request() {
+        for q in ["timeout=5", "timeout=foo", "timeout=1d", "timeout=1.2.3s"] {
+            let err = deadline(q).unwrap_err();
+            assert!(err.contains("400"), "{q}: {err}");
+            assert!(
+                err.contains("invalid timeout specified in the request URL - time: "),
+                "{q}: {err}"
+            );
+        }
+    }
 }

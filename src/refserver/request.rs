@@ -43,9 +43,14 @@ impl RequestInfo {
             Some((p, q)) => (p, q),
             None => (path_and_query, ""),
         };
-        let query: BTreeMap<String, String> = form_urlencoded::parse(query.as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
+        // Go's `url.Values.Get` reads a repeated parameter's first value.
+        let mut params: BTreeMap<String, String> = BTreeMap::new();
+        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+            params
+                .entry(k.into_owned())
+                .or_insert_with(|| v.into_owned());
+        }
+        let query = params;
         let mut info = RequestInfo {
             path: path.to_string(),
             method: method.to_ascii_uppercase(),
@@ -98,9 +103,10 @@ impl RequestInfo {
         if let Some(s) = rest.get(2) {
             info.subresource = s.to_string();
         }
-        let watch_param = matches!(
-            info.query.get("watch").map(String::as_str),
-            Some("1") | Some("true")
+        // runtime's `Convert_Slice_string_To_bool` (apimachinery/pkg/runtime/conversion.go)
+        // decodes `watch=`: only `0` and `false` are false, so `watch=yes` watches.
+        let watch_param = crate::semantics::query_bool::query_bool(
+            info.query.get("watch").map(String::as_str).into_iter(),
         );
         // requestinfo.go: the `/watch/` prefix sets the verb outright; otherwise only a GET that
         // names no object (a list) reads `watch`, so a named GET with `?watch=1` is a `get`. (A

@@ -22,7 +22,7 @@
 //! * [`replay`] — `replay`'s pass/fail table and its `ReplayReport` document.
 //! * [`why`] — `why`'s view of one request's path, and its `WhyReport` document.
 //! * [`fleet`] — several clusters' diagnoses as one report (`scan --context a,b,c`).
-//! * [`reference`] — the generated contract docs (`docs/*.schema.json`, `docs/bundle.md`).
+//! * [`reference`](mod@reference) — the generated contract docs (`docs/*.schema.json`, `docs/bundle.md`).
 
 pub mod fleet;
 pub mod json;

@@ -9,7 +9,11 @@
 //!   choice of which supplied leaf serves which object and by the engine's TLS facts;
 //! * [`label_selector`] — apimachinery's label selector requirements and their text form, used by
 //!   the bundle's `LabelSelector`, the reference server's webhook selectors, its ClusterRole
-//!   aggregation and its list filter.
+//!   aggregation and its list filter;
+//! * [`go_duration`] — Go's `time.ParseDuration`, used by the reference server's `?timeout=` and
+//!   the raw importer's trace lines;
+//! * [`query_bool`] — apimachinery's boolean query parameter (`?watch=`), used by `why`'s
+//!   [`Target`](crate::collect::why::target::Target) and the reference server's `RequestInfo`.
 //!
 //! Rules that model *how the API server dispatches* a request — which FlowSchema classifies it
 //! (`refserver/apf.rs` vs `collect/why/flow_match.rs`) and which webhook rules cover it
@@ -21,5 +25,7 @@
 //!
 //! This module depends on nothing else in the crate.
 
+pub mod go_duration;
 pub mod label_selector;
+pub mod query_bool;
 pub mod x509_host;

@@ -11,7 +11,7 @@
 //! Some messages span lines: klog writes a `Trace[…]` block of kube-apiserver as one message whose
 //! later lines start with `Trace[<id>]:`, and a failed health check (`healthz.go] etcd check
 //! failed: readyz`) with the failed checks (`[-]etcd failed: …`) under it. Those lines are
-//! [continuation lines](is_continuation): part of a log, never health output or a JSON document.
+//! continuation lines ([`count_log_lines`]): part of a log, never health output or a JSON document.
 //!
 //! This file only splits a line into time, severity, source and message; what the message means is
 //! decided by the pattern table in `log_patterns.rs` (and `Trace[…]` blocks by `trace_blocks.rs`).

@@ -8,7 +8,7 @@
 //! and what it becomes.
 //!
 //! The rules this module keeps:
-//! * **Content decides the kind, never the name** ([`detect`]). The only use of a file name is to
+//! * **Content decides the kind, never the name** (`detect`). The only use of a file name is to
 //!   pair a lone curl body with its headers/status file of the same stem, as a fallback.
 //! * **Nothing secret is kept**: Secrets are never deserialised, request headers of traces are
 //!   skipped, PEM private keys are never decoded, and only chosen fields reach the bundle.
@@ -20,7 +20,7 @@
 //!   first problem is a [`RawImportError`], one line `file:line: message`. A directory with nothing
 //!   usable is an error too.
 //! * **Time comes from the evidence**: `collection.collected_at` is the latest time the files carry
-//!   ([`timeline`]), and certificates are verified at that time.
+//!   (`timeline`), and certificates are verified at that time.
 //!
 //! What it does not own: the bundle types (`bundle`), judging anything (`engine`).
 

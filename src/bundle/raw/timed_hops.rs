@@ -358,43 +358,12 @@ fn header_time(c: &regex::Captures<'_>) -> Option<jiff::Timestamp> {
     )
 }
 
-/// A Go `time.Duration` as printed (`10.007600656s`, `503.1ms`, `1m2.5s`, `850µs`), in ms.
+/// A Go `time.Duration` as printed (`10.007600656s`, `503.1ms`, `1m2.5s`, `850µs`), in ms, read
+/// by Go's own grammar ([`crate::semantics::go_duration`]).
 pub(crate) fn parse_go_duration(s: &str) -> Option<f64> {
-    let s = s.trim();
-    let (negative, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s),
-    };
-    if rest == "0" {
-        return Some(0.0);
-    }
-    let mut total = 0.0;
-    let mut any = false;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let value: f64 = rest.get(..num_end)?.parse().ok()?;
-        rest = rest.get(num_end..)?;
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let factor = match rest.get(..unit_end)? {
-            "h" => 3_600_000.0,
-            "m" => 60_000.0,
-            "s" => 1000.0,
-            "ms" => 1.0,
-            "µs" | "us" | "μs" => 0.001,
-            "ns" => 0.000_001,
-            _ => return None,
-        };
-        rest = rest.get(unit_end..)?;
-        total += value * factor;
-        any = true;
-    }
+    let ns = crate::semantics::go_duration::parse(s.trim()).ok()?;
     // Nanosecond precision, without binary noise (`10.007600656s` is 10007.600656 ms).
-    let total = (total * 1e6).round() / 1e6;
-    any.then_some(if negative { -total } else { total })
+    Some(ns as f64 / 1e6)
 }
 
 fn is_etcd_slow_message(msg: &str) -> bool {

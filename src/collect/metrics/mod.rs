@@ -1,7 +1,7 @@
 //! Where the metric families come from: a direct scrape of `/metrics` (kube-apiserver's, and
 //! etcd's when `--etcd-metrics-url` is given), or an existing Prometheus (`--prometheus`).
 //!
-//! - [`scrape`]: one `/metrics` body, streamed through the shared parser under
+//! - [`scrape`](mod@scrape): one `/metrics` body, streamed through the shared parser under
 //!   [`ScrapeLimits`], and the shaping of a target's families into a
 //!   [`crate::bundle::MetricsSource`] (one scrape, or two a window apart).
 //! - [`window`]: the rounds of direct scrapes — every target once, then again after `--window` —

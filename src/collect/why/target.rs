@@ -261,9 +261,15 @@ pub(super) fn query_has(query: &str, key: &str, value: &str) -> bool {
     query_pairs(query).any(|(k, v)| k == key && v == value)
 }
 
-/// `watch=true`/`watch=1` (what kube-apiserver accepts as a watch of a collection).
+/// The query asks for a watch as kube-apiserver reads `watch=`: its first value decoded by
+/// runtime's `Convert_Slice_string_To_bool` (apimachinery/pkg/runtime/conversion.go), so
+/// `watch=yes` and a bare `watch` are watches and only `0`/`false` are not.
 fn query_has_watch(query: &str) -> bool {
-    query_pairs(query).any(|(k, v)| k == "watch" && (v == "1" || v.eq_ignore_ascii_case("true")))
+    let values: Vec<String> = query_pairs(query)
+        .filter(|(k, _)| k == "watch")
+        .map(|(_, v)| v)
+        .collect();
+    crate::semantics::query_bool::query_bool(values.iter().map(String::as_str))
 }
 
 fn valid_segment(s: &str) -> bool {

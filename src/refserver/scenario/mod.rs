@@ -8,7 +8,7 @@
 //! compares extpath's verdicts with it.
 //!
 //! Loading is two-phase, like bundles: [`load`] parses with serde-saphyr rejecting unknown fields,
-//! then [`validate`](validate::validate) checks what the types cannot (references to CAs and
+//! then `validate` checks what the types cannot (references to CAs and
 //! backends, classes, kinds). Every error is one line with the file and line.
 
 mod expect;

@@ -1,7 +1,7 @@
 //! The known families ([`crate::bundle::metrics::KNOWN_FAMILIES`]) as the Prometheus reader uses
 //! them: their types let Prometheus-compatible stores without metadata (no `/api/v1/metadata`) be
 //! read right, and they make the per-family PromQL reference in `docs/prometheus.md`
-//! ([`reference`]). The kinds are checked by a test against the real captures under
+//! ([`reference()`]). The kinds are checked by a test against the real captures under
 //! `fixtures/raw/`. Families of the selection's prefixes
 //! that are not listed here are still read — typed by metadata, or by their names.
 

@@ -191,7 +191,7 @@ pub struct FamilyPlan {
 /// The selected families among the series `names` Prometheus holds for a target, typed by
 /// `metadata` (`/api/v1/metadata`, keyed by family name). Without metadata (some
 /// Prometheus-compatible stores do not keep it) the type is the known one
-/// ([`super::families::KNOWN`]), else inferred from the names: `_bucket` and `_count` siblings
+/// ([`crate::bundle::metrics::KNOWN_FAMILIES`]), else inferred from the names: `_bucket` and `_count` siblings
 /// make a histogram, a `_total` suffix a counter, anything else is read as a gauge. Sorted by
 /// name.
 pub fn plan(

@@ -12,7 +12,6 @@
 //! `null` when absent, and numbers that rules compare are doubles or ints as `docs/facts.md` says.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use cel::Value;
 use cel::common::types::{CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelString};
@@ -39,10 +38,6 @@ impl Fact {
     /// A double.
     pub fn float(v: f64) -> Self {
         Fact(Box::new(CelDouble::from(v)))
-    }
-    /// A bool.
-    pub fn bool(v: bool) -> Self {
-        Fact(Box::new(CelBool::from(v)))
     }
     /// A string.
     pub fn string(v: impl Into<String>) -> Self {
@@ -155,15 +150,6 @@ pub fn int_map(items: &BTreeMap<String, u64>) -> Fact {
     o.build()
 }
 
-/// A map from names to doubles (the settings).
-pub fn float_map<'a>(items: impl IntoIterator<Item = (&'a str, f64)>) -> Fact {
-    let mut o = Obj::new();
-    for (k, v) in items {
-        o = o.data(k, Box::new(CelDouble::from(v)));
-    }
-    o.build()
-}
-
 /// A CEL value as JSON (for evidence in a Diagnosis). Maps become objects with sorted keys.
 pub fn to_json(v: &Value) -> serde_json::Value {
     match v {
@@ -243,14 +229,6 @@ pub fn display_text(v: &Value) -> String {
         Value::List(l) => l.iter().map(display_text).collect::<Vec<_>>().join(", "),
         Value::Map(_) => to_json(v).to_string(),
         other => format!("{other:?}"),
-    }
-}
-
-/// The value at `key` of a map value, if it is a map with that key.
-pub fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    match v {
-        Value::Map(m) => m.map.get(&Key::String(Arc::new(key.to_string()))),
-        _ => None,
     }
 }
 

@@ -319,11 +319,8 @@ fn waivers(data: &[u8]) -> Outcome {
             // Globs are matched against names the fuzzer chooses too: the whole input, and each
             // pattern's own text, which it must match (a `*` covers the run `*`).
             for waiver in &w.waivers {
-                let subject = |name: &str| Subject {
-                    kind: waiver.subject.kind.unwrap_or(SubjectKind::ApiService),
-                    name: name.to_string(),
-                    namespace: None,
-                    parent: None,
+                let subject = |name: &str| {
+                    Subject::new(waiver.subject.kind.unwrap_or(SubjectKind::ApiService), name)
                 };
                 let _ = waiver.subject.matches(&subject(t));
                 assert!(

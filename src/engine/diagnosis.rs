@@ -271,6 +271,19 @@ pub struct Subject {
     pub parent: Option<String>,
 }
 
+impl Subject {
+    /// A subject that is neither namespaced nor contained in another object: every kind but a
+    /// webhook, which names its configuration as `parent`.
+    pub fn new(kind: SubjectKind, name: impl Into<String>) -> Self {
+        Subject {
+            kind,
+            name: name.into(),
+            namespace: None,
+            parent: None,
+        }
+    }
+}
+
 impl std::fmt::Display for Subject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.kind, self.name)

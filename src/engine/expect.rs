@@ -155,12 +155,7 @@ mod tests {
     use crate::engine::{Subject, SubjectKind, Summary};
 
     fn verdict(kind: SubjectKind, name: &str, class: Class, severity: Severity) -> Verdict {
-        let subject = Subject {
-            kind,
-            name: name.into(),
-            namespace: None,
-            parent: None,
-        };
+        let subject = Subject::new(kind, name);
         Verdict {
             class,
             severity,

@@ -97,22 +97,16 @@ impl Filter {
 mod tests {
     use super::*;
 
-    fn subject(kind: SubjectKind, name: &str) -> Subject {
-        Subject {
-            kind,
-            name: name.into(),
-            namespace: None,
-            parent: None,
-        }
-    }
-
     #[test]
     fn subject_patterns_match_kind_name_and_prefix() {
         let p: SubjectPattern = "apiservice/v1beta1.*".parse().unwrap();
-        assert!(p.matches(&subject(SubjectKind::ApiService, "v1beta1.metrics.k8s.io")));
-        assert!(!p.matches(&subject(SubjectKind::ApiService, "v1.apps")));
+        assert!(p.matches(&Subject::new(
+            SubjectKind::ApiService,
+            "v1beta1.metrics.k8s.io"
+        )));
+        assert!(!p.matches(&Subject::new(SubjectKind::ApiService, "v1.apps")));
         let k: SubjectPattern = "Etcd".parse().unwrap();
-        assert!(k.matches(&subject(SubjectKind::Etcd, "etcd")));
+        assert!(k.matches(&Subject::new(SubjectKind::Etcd, "etcd")));
         assert!("Pod/x".parse::<SubjectPattern>().is_err());
     }
 
@@ -145,7 +139,10 @@ mod tests {
         assert_eq!(kind("flowschemas"), Some(SubjectKind::FlowSchema));
         assert_eq!(kind("pods/x"), None);
         let p: SubjectPattern = "apiservices/v1beta1.*".parse().unwrap();
-        assert!(p.matches(&subject(SubjectKind::ApiService, "v1beta1.metrics.k8s.io")));
+        assert!(p.matches(&Subject::new(
+            SubjectKind::ApiService,
+            "v1beta1.metrics.k8s.io"
+        )));
     }
 
     #[test]

@@ -251,12 +251,7 @@ mod tests {
         sev: Severity,
         related: &[Subject],
     ) -> Verdict {
-        let s = Subject {
-            kind,
-            name: name.into(),
-            namespace: None,
-            parent: None,
-        };
+        let s = Subject::new(kind, name);
         let mut v = Verdict::new(s, related.to_vec());
         v.class = class;
         v.severity = sev;
@@ -264,21 +259,12 @@ mod tests {
         v
     }
 
-    fn subject(kind: SubjectKind, name: &str) -> Subject {
-        Subject {
-            kind,
-            name: name.into(),
-            namespace: None,
-            parent: None,
-        }
-    }
-
     #[test]
     fn a_stalled_etcd_is_one_problem_and_echoes_fold_under_their_object() {
         use Class::*;
         use Severity::*;
         use SubjectKind::*;
-        let api = subject(ApiService, "v1.a.example.com");
+        let api = Subject::new(ApiService, "v1.a.example.com");
         let verdicts = vec![
             v(Etcd, "etcd", Storage, Critical, &[]),
             v(ApiServer, "kube-apiserver", Storage, Critical, &[]),
@@ -320,7 +306,7 @@ mod tests {
         use Class::*;
         use Severity::*;
         use SubjectKind::*;
-        let pl = subject(PriorityLevel, "workload-low");
+        let pl = Subject::new(PriorityLevel, "workload-low");
         let verdicts = vec![
             v(PriorityLevel, "workload-low", Apf, Critical, &[]),
             v(

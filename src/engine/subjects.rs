@@ -54,15 +54,6 @@ pub struct SubjectEntry<'b> {
     pub source: SubjectSource<'b>,
 }
 
-fn subject(kind: SubjectKind, name: &str, parent: Option<&str>) -> Subject {
-    Subject {
-        kind,
-        name: name.to_string(),
-        namespace: None,
-        parent: parent.map(str::to_string),
-    }
-}
-
 /// The bundle's objects by the keys subjects and facts look them up by, built once per analysis,
 /// so that matching thousands of requests to thousands of objects is not a scan per request.
 ///
@@ -519,7 +510,10 @@ fn related_subject(r: &ObjectRef, lookup: &Lookup<'_>) -> Option<Subject> {
             .map(|w| w.configuration.as_str()),
         _ => None,
     };
-    Some(subject(kind, &r.name, parent))
+    Some(Subject {
+        parent: parent.map(str::to_string),
+        ..Subject::new(kind, r.name.as_str())
+    })
 }
 
 fn has_apiserver_evidence(b: &EvidenceBundle) -> bool {
@@ -579,7 +573,7 @@ pub fn subjects_with<'b>(
     let mut out = Vec::new();
     for a in bundle.api_services.iter().filter(|a| !a.is_local()) {
         out.push(SubjectEntry {
-            subject: subject(SubjectKind::ApiService, &a.name, None),
+            subject: Subject::new(SubjectKind::ApiService, &a.name),
             related: Vec::new(),
             source: SubjectSource::ApiService(a),
         });
@@ -590,14 +584,17 @@ pub fn subjects_with<'b>(
             crate::bundle::WebhookKind::Mutating => SubjectKind::MutatingWebhook,
         };
         out.push(SubjectEntry {
-            subject: subject(kind, &w.name, Some(&w.configuration)),
+            subject: Subject {
+                parent: Some(w.configuration.clone()),
+                ..Subject::new(kind, w.name.as_str())
+            },
             related: Vec::new(),
             source: SubjectSource::Webhook(w),
         });
     }
     for c in &bundle.crds {
         out.push(SubjectEntry {
-            subject: subject(SubjectKind::CustomResourceDefinition, &c.name, None),
+            subject: Subject::new(SubjectKind::CustomResourceDefinition, &c.name),
             related: Vec::new(),
             source: SubjectSource::Crd(c),
         });
@@ -606,31 +603,31 @@ pub fn subjects_with<'b>(
         let related = lookup
             .priority_levels_named(&f.priority_level)
             .iter()
-            .map(|p| subject(SubjectKind::PriorityLevel, &p.name, None))
+            .map(|p| Subject::new(SubjectKind::PriorityLevel, &p.name))
             .collect();
         out.push(SubjectEntry {
-            subject: subject(SubjectKind::FlowSchema, &f.name, None),
+            subject: Subject::new(SubjectKind::FlowSchema, &f.name),
             related,
             source: SubjectSource::FlowSchema(f),
         });
     }
     for p in &bundle.priority_levels {
         out.push(SubjectEntry {
-            subject: subject(SubjectKind::PriorityLevel, &p.name, None),
+            subject: Subject::new(SubjectKind::PriorityLevel, &p.name),
             related: Vec::new(),
             source: SubjectSource::PriorityLevel(p),
         });
     }
     if has_apiserver_evidence(bundle) {
         out.push(SubjectEntry {
-            subject: subject(SubjectKind::ApiServer, "kube-apiserver", None),
+            subject: Subject::new(SubjectKind::ApiServer, "kube-apiserver"),
             related: Vec::new(),
             source: SubjectSource::ApiServer,
         });
     }
     if has_etcd_evidence(bundle) {
         out.push(SubjectEntry {
-            subject: subject(SubjectKind::Etcd, "etcd", None),
+            subject: Subject::new(SubjectKind::Etcd, "etcd"),
             related: Vec::new(),
             source: SubjectSource::Etcd,
         });
@@ -656,7 +653,7 @@ pub fn subjects_with<'b>(
             }
         }
         out.push(SubjectEntry {
-            subject: subject(SubjectKind::Request, &name, None),
+            subject: Subject::new(SubjectKind::Request, &name),
             related,
             source: SubjectSource::Request(members),
         });

@@ -444,15 +444,7 @@ mod tests {
         let verdict = |name: &str, class: Class, severity: Severity| Verdict {
             class,
             severity,
-            ..Verdict::new(
-                Subject {
-                    kind: SubjectKind::ApiService,
-                    name: name.into(),
-                    namespace: None,
-                    parent: None,
-                },
-                Vec::new(),
-            )
+            ..Verdict::new(Subject::new(SubjectKind::ApiService, name), Vec::new())
         };
         let verdicts = vec![
             verdict("healthy", Class::Healthy, Severity::Info),

@@ -16,19 +16,10 @@ pub fn collected_at() -> jiff::Timestamp {
     "2026-11-29T08:47:30Z".parse().expect("valid timestamp")
 }
 
-fn subject(kind: SubjectKind, name: &str) -> Subject {
-    Subject {
-        kind,
-        name: name.to_string(),
-        namespace: None,
-        parent: None,
-    }
-}
-
 fn webhook(kind: SubjectKind, name: &str, config: &str) -> Subject {
     Subject {
         parent: Some(config.to_string()),
-        ..subject(kind, name)
+        ..Subject::new(kind, name)
     }
 }
 
@@ -157,7 +148,7 @@ fn apf_ruled_out() -> RuledOut {
 
 fn healthy_apiserver() -> Verdict {
     healthy(
-        subject(SubjectKind::ApiServer, "kube-apiserver"),
+        Subject::new(SubjectKind::ApiServer, "kube-apiserver"),
         "readyz ok, no APF rejections, request latency normal",
         "apiserver-healthy",
         &[
@@ -175,7 +166,7 @@ pub fn aggregation_wrong_ca_bundle() -> Diagnosis {
         (x509: certificate signed by unknown authority); Available=True hides it because the \
         availability probe skips TLS verification";
     let mut api = verdict(
-        subject(SubjectKind::ApiService, "v1alpha1.wardle.example.com"),
+        Subject::new(SubjectKind::ApiService, "v1alpha1.wardle.example.com"),
         0.95,
         vec![
             hit(
@@ -246,7 +237,7 @@ pub fn aggregation_wrong_ca_bundle() -> Diagnosis {
     ]);
 
     let mut request = verdict(
-        subject(SubjectKind::Request, "get flunders.wardle.example.com"),
+        Subject::new(SubjectKind::Request, "get flunders.wardle.example.com"),
         0.9,
         vec![hit(
             "request-aggregated-503",
@@ -266,7 +257,7 @@ pub fn aggregation_wrong_ca_bundle() -> Diagnosis {
             ],
         )],
     );
-    request.related = vec![subject(
+    request.related = vec![Subject::new(
         SubjectKind::ApiService,
         "v1alpha1.wardle.example.com",
     )];
@@ -276,7 +267,7 @@ pub fn aggregation_wrong_ca_bundle() -> Diagnosis {
     ]);
 
     let etcd = healthy(
-        subject(SubjectKind::Etcd, "etcd"),
+        Subject::new(SubjectKind::Etcd, "etcd"),
         "etcd request latency is normal and there are no etcd errors",
         "storage-etcd-latency-normal",
         &[("etcd_request_p99_seconds", json!(0.012))],
@@ -349,7 +340,7 @@ pub fn admission_webhook_unreachable() -> Diagnosis {
     ]);
 
     let mut request = verdict(
-        subject(SubjectKind::Request, "create configmap"),
+        Subject::new(SubjectKind::Request, "create configmap"),
         0.9,
         vec![hit(
             "request-webhook-call-failed",
@@ -370,7 +361,7 @@ pub fn admission_webhook_unreachable() -> Diagnosis {
     )];
 
     let api = healthy(
-        subject(SubjectKind::ApiService, "v1alpha1.wardle.example.com"),
+        Subject::new(SubjectKind::ApiService, "v1alpha1.wardle.example.com"),
         "Available=True; discovery answers 200 in 12 ms; the serving certificate verifies for \
          api.wardle-system.svc",
         "aggregation-path-healthy",
@@ -391,7 +382,7 @@ pub fn admission_webhook_unreachable() -> Diagnosis {
 /// (c) A healthy cluster with one serving certificate close to expiry, and no etcd metrics.
 pub fn healthy_with_expiring_cert() -> Diagnosis {
     let mut metrics = verdict(
-        subject(SubjectKind::ApiService, "v1beta1.metrics.k8s.io"),
+        Subject::new(SubjectKind::ApiService, "v1beta1.metrics.k8s.io"),
         1.0,
         vec![hit(
             "aggregation-cert-expiring-soon",
@@ -417,7 +408,7 @@ pub fn healthy_with_expiring_cert() -> Diagnosis {
     ]);
 
     let wardle = healthy(
-        subject(SubjectKind::ApiService, "v1alpha1.wardle.example.com"),
+        Subject::new(SubjectKind::ApiService, "v1alpha1.wardle.example.com"),
         "Available=True; discovery answers 200; the serving certificate verifies",
         "aggregation-path-healthy",
         &[("discovery_status", json!(200))],
@@ -433,7 +424,7 @@ pub fn healthy_with_expiring_cert() -> Diagnosis {
         &[("latency_p99_seconds", json!(0.04))],
     );
     let etcd = healthy(
-        subject(SubjectKind::Etcd, "etcd"),
+        Subject::new(SubjectKind::Etcd, "etcd"),
         "etcd request latency seen from kube-apiserver is normal (p99 0.011s); etcd's own \
          metrics were not available",
         "storage-etcd-latency-normal",
@@ -490,7 +481,7 @@ pub fn inconclusive_and_waived() -> Diagnosis {
             "kubectl get --raw /apis/custom.metrics.k8s.io/v1beta1",
         ]),
         ..Verdict::new(
-            subject(SubjectKind::ApiService, "v1beta1.custom.metrics.k8s.io"),
+            Subject::new(SubjectKind::ApiService, "v1beta1.custom.metrics.k8s.io"),
             Vec::new(),
         )
     };

@@ -72,12 +72,7 @@ pub fn incomplete_collection(bundle: &EvidenceBundle) -> Vec<Verdict> {
         else {
             continue;
         };
-        let subject = Subject {
-            kind: SubjectKind::Source,
-            name: (*source).to_string(),
-            namespace: None,
-            parent: None,
-        };
+        let subject = Subject::new(SubjectKind::Source, *source);
         let mut v = Verdict::new(subject, Vec::new());
         v.class = Class::Inconclusive;
         v.severity = Severity::Critical;
@@ -126,12 +121,7 @@ pub fn incomplete_analysis(cut: &crate::engine::eval::Cut) -> Verdict {
         .map(|(k, n)| format!("{k} ×{}", crate::bundle::yaml_limits::thousands(*n)))
         .collect::<Vec<_>>()
         .join(", ");
-    let subject = Subject {
-        kind: SubjectKind::Source,
-        name: ANALYSIS_SOURCE.to_string(),
-        namespace: None,
-        parent: None,
-    };
+    let subject = Subject::new(SubjectKind::Source, ANALYSIS_SOURCE);
     let mut v = Verdict::new(subject, Vec::new());
     v.class = Class::Inconclusive;
     v.severity = Severity::Critical;

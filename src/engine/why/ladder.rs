@@ -228,15 +228,6 @@ mod tests {
     use crate::bundle::Rung;
     use crate::engine::diagnosis::{Consequence, RuleHit, Severity, Summary};
 
-    fn subject(kind: SubjectKind, name: &str) -> Subject {
-        Subject {
-            kind,
-            name: name.into(),
-            namespace: None,
-            parent: None,
-        }
-    }
-
     fn step(rung: Rung, seen: Seen, about: Option<Subject>) -> Step {
         Step {
             rung,
@@ -285,8 +276,8 @@ mod tests {
 
     #[test]
     fn the_request_breaks_at_its_rung_and_later_steps_are_not_reached() {
-        let api = subject(SubjectKind::ApiService, "v1alpha1.wardle.example.com");
-        let req = subject(
+        let api = Subject::new(SubjectKind::ApiService, "v1alpha1.wardle.example.com");
+        let req = Subject::new(
             SubjectKind::Request,
             "GET /apis/wardle.example.com/v1alpha1/flunders",
         );
@@ -308,7 +299,7 @@ mod tests {
             summary: "c".into(),
         });
         let healthy = verdict(
-            subject(SubjectKind::ApiServer, "kube-apiserver"),
+            Subject::new(SubjectKind::ApiServer, "kube-apiserver"),
             Class::Healthy,
             Rung::Flowcontrol,
             vec![],
@@ -343,7 +334,7 @@ mod tests {
 
     #[test]
     fn path_wide_findings_land_on_path_wide_steps_and_the_rest_is_kept() {
-        let req = subject(SubjectKind::Request, "GET /api/v1/namespaces/a/configmaps");
+        let req = Subject::new(SubjectKind::Request, "GET /api/v1/namespaces/a/configmaps");
         let mut steps = vec![
             step(Rung::Authn, Seen::Ok, None),
             step(Rung::Flowcontrol, Seen::Bad, None),
@@ -352,13 +343,13 @@ mod tests {
         ];
         let request = verdict(req, Class::Apf, Rung::Flowcontrol, vec![]);
         let level = verdict(
-            subject(SubjectKind::PriorityLevel, "tiny"),
+            Subject::new(SubjectKind::PriorityLevel, "tiny"),
             Class::Apf,
             Rung::Flowcontrol,
             vec![],
         );
         let elsewhere = verdict(
-            subject(SubjectKind::ApiServer, "kube-apiserver"),
+            Subject::new(SubjectKind::ApiServer, "kube-apiserver"),
             Class::Watch,
             Rung::Watch,
             vec![],
@@ -386,8 +377,8 @@ mod tests {
 
     #[test]
     fn the_extension_servers_authn_is_its_own_step_after_tls_and_discovery() {
-        let api = subject(SubjectKind::ApiService, "v1alpha1.wardle.example.com");
-        let req = subject(
+        let api = Subject::new(SubjectKind::ApiService, "v1alpha1.wardle.example.com");
+        let req = Subject::new(
             SubjectKind::Request,
             "GET /apis/wardle.example.com/v1alpha1/flunders",
         );
@@ -412,7 +403,7 @@ mod tests {
         own.rules[0].component = Component::ExtensionApiserver;
         // A user's 401 at kube-apiserver, on another verdict, stays on kube-apiserver's step.
         let user = verdict(
-            subject(SubjectKind::Request, "GET /apis/other"),
+            Subject::new(SubjectKind::Request, "GET /apis/other"),
             Class::Auth,
             Rung::Authn,
             vec![],
@@ -448,7 +439,7 @@ mod tests {
 
     #[test]
     fn a_deciding_rule_without_a_step_gets_one_where_its_rung_belongs() {
-        let req = subject(SubjectKind::Request, "GET /apis/nope.example.com/v1/things");
+        let req = Subject::new(SubjectKind::Request, "GET /apis/nope.example.com/v1/things");
         let mut steps = vec![
             step(Rung::Authn, Seen::Ok, None),
             step(Rung::Flowcontrol, Seen::Ok, None),

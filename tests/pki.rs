@@ -1,44 +1,13 @@
 //! Certificate times the way RFC 5280 writes them, through the real code paths: decoding, chain
 //! verification, raw import into a bundle, the `tls` facts and the rules that read them.
 
-use std::path::Path;
-
 use extpath::bundle::{Kind, ObjectRef};
 use extpath::engine::facts::FactBase;
 use extpath::engine::facts::value::to_json;
 use extpath::engine::{Filter, RuleSet, Settings};
 use extpath::pki::generate::{LeafSpec, TestCa, Validity};
 
-fn write(dir: &Path, name: &str, content: impl AsRef<[u8]>) {
-    std::fs::write(dir.join(name), content).unwrap();
-}
-
-/// A webhook configuration whose caBundle is `ca_pem`, for Service `hooks/hook`.
-fn webhook_config(ca_pem: &str) -> String {
-    use k8s_openapi::api::admissionregistration::v1 as adm;
-    let cfg = adm::ValidatingWebhookConfiguration {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some("hooks".into()),
-            ..Default::default()
-        },
-        webhooks: Some(vec![adm::ValidatingWebhook {
-            name: "check.hooks.example.com".into(),
-            client_config: adm::WebhookClientConfig {
-                ca_bundle: Some(k8s_openapi::ByteString(ca_pem.as_bytes().to_vec())),
-                service: Some(adm::ServiceReference {
-                    namespace: "hooks".into(),
-                    name: "hook".into(),
-                    ..Default::default()
-                }),
-                url: None,
-            },
-            side_effects: "None".into(),
-            admission_review_versions: vec!["v1".into()],
-            ..Default::default()
-        }]),
-    };
-    serde_json::to_string(&cfg).unwrap()
-}
+use crate::util::raw_files::{import_dir, webhook_config, write};
 
 // RFC 5280 §4.1.2.5: a certificate with no well-defined expiration date carries the notAfter
 // GeneralizedTime 99991231235959Z. That instant is past jiff's maximum (9999-12-30T22:00Z); it
@@ -97,11 +66,7 @@ fn a_certificate_with_no_well_defined_expiry_never_expires() {
         "hdr",
         "HTTP/1.1 200 OK\r\ndate: Sun, 29 Nov 2026 08:42:19 GMT\r\n\r\n",
     );
-    let bundle = extpath::bundle::raw::import_paths_at(
-        &[tmp.path().to_path_buf()],
-        "2030-01-01T00:00:00Z".parse().unwrap(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let bundle = import_dir(tmp.path());
     let owner = ObjectRef::cluster(Kind::ValidatingWebhook, "check.hooks.example.com");
     let certs: Vec<_> = bundle
         .certificates

@@ -1,24 +1,12 @@
 //! `import --raw` on the kinds and shapes the real captures do not show (other versions, other
 //! clients, other components), built here from their documented formats.
 
-use std::path::Path;
-
 use extpath::bundle::Kind;
 use extpath::bundle::observations::{Component, HealthEndpoint};
-use extpath::bundle::{EvidenceBundle, MetricTarget, ObjectRef, TimeBasis};
+use extpath::bundle::{MetricTarget, ObjectRef, TimeBasis};
 use extpath::pki::generate::{LeafSpec, TestCa, Validity};
 
-fn import_dir(dir: &Path) -> EvidenceBundle {
-    extpath::bundle::raw::import_paths_at(
-        &[dir.to_path_buf()],
-        "2030-01-01T00:00:00Z".parse().unwrap(),
-    )
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn write(dir: &Path, name: &str, content: impl AsRef<[u8]>) {
-    std::fs::write(dir.join(name), content).unwrap();
-}
+use crate::util::raw_files::{import_dir, webhook_config, write};
 
 // A dump from a pre-1.22 cluster, or a manifest kept in git, still says
 // `admissionregistration.k8s.io/v1beta1`, whose defaults are the opposite of v1's. Reading it with
@@ -263,33 +251,8 @@ fn a_served_leaf_is_judged_at_the_collection_time_not_now() {
             Validity::expired_at(collected),
         ))
         .unwrap();
-    let cfg = k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some("hooks".into()),
-            ..Default::default()
-        },
-        webhooks: Some(vec![
-            k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
-                name: "check.hooks.example.com".into(),
-                client_config: k8s_openapi::api::admissionregistration::v1::WebhookClientConfig {
-                    ca_bundle: Some(k8s_openapi::ByteString(ca.cert_pem.clone().into_bytes())),
-                    service: Some(
-                        k8s_openapi::api::admissionregistration::v1::ServiceReference {
-                            namespace: "hooks".into(),
-                            name: "hook".into(),
-                            ..Default::default()
-                        },
-                    ),
-                    url: None,
-                },
-                side_effects: "None".into(),
-                admission_review_versions: vec!["v1".into()],
-                ..Default::default()
-            },
-        ]),
-    };
     let tmp = tempfile::tempdir().unwrap();
-    write(tmp.path(), "cfg", serde_json::to_string(&cfg).unwrap());
+    write(tmp.path(), "cfg", webhook_config(&ca.cert_pem));
     write(tmp.path(), "leaf", &leaf.cert_pem);
     write(
         tmp.path(),

@@ -19,6 +19,7 @@ pub(crate) mod captures;
 pub(crate) mod daemons;
 pub(crate) mod hostile_server;
 pub(crate) mod random_exposition;
+pub(crate) mod raw_files;
 pub(crate) mod rbac;
 pub(crate) mod refserver;
 pub(crate) mod report_cases;

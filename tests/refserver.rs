@@ -983,6 +983,38 @@ async fn a_backend_stops_and_starts_again_on_its_port() {
     assert!(server.start_backend("wardle").await.is_err());
 }
 
+/// What both conversion scenarios below hold: namespace `webhooks`, the conversion webhook's
+/// Service and Endpoints, and CronTabs stored at v1 and served at a second version too, converted
+/// by that webhook. [`converted_crontabs`] puts it where a scenario says `# CONVERTED_CRONTABS`.
+const CONVERTED_CRONTABS: &str = r#"  - {apiVersion: v1, kind: Namespace, metadata: {name: webhooks}}
+  - {apiVersion: v1, kind: Service, metadata: {name: converter, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
+  - {apiVersion: v1, kind: Endpoints, metadata: {name: converter, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.30}], ports: [{port: 9443}]}]}
+  - apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: crontabs.stable.example.com}
+    spec:
+      group: stable.example.com
+      scope: Namespaced
+      names: {plural: crontabs, singular: crontab, kind: CronTab}
+      conversion:
+        strategy: Webhook
+        webhook:
+          conversionReviewVersions: [v1]
+          clientConfig:
+            service: {namespace: webhooks, name: converter, path: /convert, port: 443}
+            caBundle: ${ca:webhook-ca}
+      versions:
+        - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+        - {name: SECOND_VERSION, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+"#;
+
+fn converted_crontabs(scenario: &str, second_version: &str) -> String {
+    scenario.replace(
+        "  # CONVERTED_CRONTABS\n",
+        &CONVERTED_CRONTABS.replace("SECOND_VERSION", second_version),
+    )
+}
+
 /// A CRD served at v1 and v1beta1, two webhooks whose rules name only v1beta1: a mutating one with
 /// the default `matchPolicy` (Equivalent) that labels what it sees, and a validating one with
 /// `Exact` that denies everything.
@@ -1010,30 +1042,11 @@ network:
   10.244.0.31: labeler
   10.244.0.32: denier
 objects:
-  - {apiVersion: v1, kind: Namespace, metadata: {name: webhooks}}
-  - {apiVersion: v1, kind: Service, metadata: {name: converter, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
-  - {apiVersion: v1, kind: Endpoints, metadata: {name: converter, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.30}], ports: [{port: 9443}]}]}
+  # CONVERTED_CRONTABS
   - {apiVersion: v1, kind: Service, metadata: {name: labeler, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
   - {apiVersion: v1, kind: Endpoints, metadata: {name: labeler, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.31}], ports: [{port: 9443}]}]}
   - {apiVersion: v1, kind: Service, metadata: {name: denier, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
   - {apiVersion: v1, kind: Endpoints, metadata: {name: denier, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.32}], ports: [{port: 9443}]}]}
-  - apiVersion: apiextensions.k8s.io/v1
-    kind: CustomResourceDefinition
-    metadata: {name: crontabs.stable.example.com}
-    spec:
-      group: stable.example.com
-      scope: Namespaced
-      names: {plural: crontabs, singular: crontab, kind: CronTab}
-      conversion:
-        strategy: Webhook
-        webhook:
-          conversionReviewVersions: [v1]
-          clientConfig:
-            service: {namespace: webhooks, name: converter, path: /convert, port: 443}
-            caBundle: ${ca:webhook-ca}
-      versions:
-        - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
-        - {name: v1beta1, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
   - apiVersion: admissionregistration.k8s.io/v1
     kind: MutatingWebhookConfiguration
     metadata: {name: equivalent}
@@ -1066,7 +1079,7 @@ async fn kubectl_reaches_an_equivalent_webhook_through_another_version_and_not_a
     if !kubectl_available() {
         return;
     }
-    let server = start_text(MATCH_POLICY).await;
+    let server = start_text(&converted_crontabs(MATCH_POLICY, "v1beta1")).await;
     let k = kubeconfig(&server);
     let manifest = |version: &str, name: &str| {
         let path = k.config.with_file_name(format!("{name}.yaml"));
@@ -1155,26 +1168,7 @@ backends:
 network:
   10.244.0.30: converter
 objects:
-  - {apiVersion: v1, kind: Namespace, metadata: {name: webhooks}}
-  - {apiVersion: v1, kind: Service, metadata: {name: converter, namespace: webhooks}, spec: {ports: [{port: 443, targetPort: 9443}]}}
-  - {apiVersion: v1, kind: Endpoints, metadata: {name: converter, namespace: webhooks}, subsets: [{addresses: [{ip: 10.244.0.30}], ports: [{port: 9443}]}]}
-  - apiVersion: apiextensions.k8s.io/v1
-    kind: CustomResourceDefinition
-    metadata: {name: crontabs.stable.example.com}
-    spec:
-      group: stable.example.com
-      scope: Namespaced
-      names: {plural: crontabs, singular: crontab, kind: CronTab}
-      conversion:
-        strategy: Webhook
-        webhook:
-          conversionReviewVersions: [v1]
-          clientConfig:
-            service: {namespace: webhooks, name: converter, path: /convert, port: 443}
-            caBundle: ${ca:webhook-ca}
-      versions:
-        - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
-        - {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  # CONVERTED_CRONTABS
   - {apiVersion: stable.example.com/v1, kind: CronTab, metadata: {name: hourly, namespace: default}, spec: {cronSpec: "0 * * * *"}}
   - {apiVersion: stable.example.com/v1, kind: CronTab, metadata: {name: daily, namespace: default}, spec: {cronSpec: "0 3 * * *"}}
   - {apiVersion: stable.example.com/v1, kind: CronTab, metadata: {name: weekly, namespace: default}, spec: {cronSpec: "0 3 * * 0"}}
@@ -1189,7 +1183,7 @@ async fn kubectl_listing_through_another_version_sends_one_conversion_review() {
     if !kubectl_available() {
         return;
     }
-    let server = start_text(LIST_CONVERSION).await;
+    let server = start_text(&converted_crontabs(LIST_CONVERSION, "v2")).await;
     let k = kubeconfig(&server);
     let (ok, out, stderr) = kubectl(
         &k,

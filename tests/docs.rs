@@ -273,3 +273,40 @@ fn cited_diagnosis_rules_exist() {
     }
     assert!(cited > 50, "only {cited} citations found");
 }
+
+/// ARCHITECTURE.md's "Where things are" sends a newcomer to files and folders by name (issue 15:
+/// each answer one place). Every path it names must exist, so that a move or a rename that forgets
+/// the map fails here rather than misleading the next reader. Patterns (`<id>.yaml`, `*-tls-*`)
+/// are checked up to their first placeholder: the folder they name must exist.
+#[test]
+fn every_path_the_architecture_map_names_exists() {
+    let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).unwrap();
+    let section = text
+        .split("## Where things are")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("ARCHITECTURE.md has a \"Where things are\" section");
+    let roots = ["src/", "rules/", "fixtures/", "docs/", "tests/", "benches/"];
+    let mut named = 0;
+    let mut missing = Vec::new();
+    for quoted in section.split('`').skip(1).step_by(2) {
+        if !roots.iter().any(|r| quoted.starts_with(r)) {
+            continue;
+        }
+        named += 1;
+        let fixed = quoted.find(['<', '*']).map_or(quoted, |at| {
+            &quoted[..quoted[..at].rfind('/').map_or(0, |s| s + 1)]
+        });
+        if !repo().join(fixed).exists() {
+            missing.push(quoted.to_string());
+        }
+    }
+    assert!(
+        named >= 10,
+        "only {named} paths found: the section's format changed"
+    );
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
+}

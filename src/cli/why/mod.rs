@@ -216,7 +216,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<u8> {
         color: ro.color,
         width: ro.effective_width(),
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::cli::report_out();
     write(&mut out, args.output, &inv, &explained, &d, view)?;
     out.flush()?;
     let threshold = match args.fail_on {

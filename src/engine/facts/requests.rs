@@ -9,7 +9,7 @@
 
 use super::value::Fact;
 
-use super::value::{Obj, int_map, list, string_map, strings};
+use super::value::{Obj, int_map, list, or_shared_absent, string_map, strings};
 use crate::bundle::observations::Component;
 use crate::bundle::probes::{ClientTool, ProbeKind, WatchEnd, WatchOutcome};
 use crate::bundle::{LogFinding, ObjectRef, Probe};
@@ -37,12 +37,8 @@ fn watch_end(e: WatchEnd) -> &'static str {
 
 /// `target` sub-fact: the object a request or log line concerns.
 pub fn ref_fact(r: Option<&ObjectRef>) -> Fact {
-    // Most log findings and many requests concern no known object: they share one fact.
     static ABSENT: std::sync::OnceLock<Fact> = std::sync::OnceLock::new();
-    match r {
-        None => ABSENT.get_or_init(|| build_ref_fact(None)).clone(),
-        Some(_) => build_ref_fact(r),
-    }
+    or_shared_absent(&ABSENT, r, build_ref_fact)
 }
 
 fn build_ref_fact(r: Option<&ObjectRef>) -> Fact {
@@ -314,13 +310,10 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .build()
 }
 
-/// `request.watch`. Most requests are not watches: they share one fact.
+/// `request.watch`.
 fn watch_fact(watch: Option<&WatchOutcome>) -> Fact {
     static ABSENT: std::sync::OnceLock<Fact> = std::sync::OnceLock::new();
-    match watch {
-        None => ABSENT.get_or_init(|| build_watch_fact(None)).clone(),
-        Some(_) => build_watch_fact(watch),
-    }
+    or_shared_absent(&ABSENT, watch, build_watch_fact)
 }
 
 fn build_watch_fact(watch: Option<&WatchOutcome>) -> Fact {

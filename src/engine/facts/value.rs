@@ -113,6 +113,20 @@ fn field(k: &'static str) -> CelMapKey<'static> {
     CelMapKey::String(CelString::from(k))
 }
 
+/// The fact `build` makes of `of`; the one for `None` (an absent object: every field at its
+/// default) is built once for the process and shared, since most subjects' facts hold the same
+/// absent sub-facts (a request that is no watch, a log line about no known object).
+pub fn or_shared_absent<T>(
+    absent: &'static std::sync::OnceLock<Fact>,
+    of: Option<T>,
+    build: impl Fn(Option<T>) -> Fact,
+) -> Fact {
+    match of {
+        None => absent.get_or_init(|| build(None)).clone(),
+        some => build(some),
+    }
+}
+
 /// A list fact.
 pub fn list<I: IntoIterator<Item = Fact>>(items: I) -> Fact {
     // Most of a fact's lists are empty (a request's causes, texts, admitting webhooks): they share

@@ -32,6 +32,7 @@ mod raw_import_hops;
 mod raw_import_kinds;
 mod raw_import_robust;
 mod rbac_semantics;
+mod real;
 mod refserver;
 mod refserver_layers;
 mod refserver_profile;

@@ -21,8 +21,9 @@ pub struct Daemon {
     name: &'static str,
     child: Child,
     log: PathBuf,
-    /// Its data and configuration directory, removed on drop (after the process is gone).
-    _dir: tempfile::TempDir,
+    /// Its data and configuration directory when it owns one, removed on drop (after the process
+    /// is gone).
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Daemon {
@@ -33,22 +34,70 @@ impl Daemon {
         args: &[String],
         dir: tempfile::TempDir,
     ) -> Self {
-        let log = dir.path().join(format!("{name}.log"));
-        let out = std::fs::File::create(&log).unwrap();
+        let mut d = Self::start_in(name, program.as_ref(), args, dir.path());
+        d._dir = Some(dir);
+        d
+    }
+
+    /// Start `program` with `args` in a directory someone else owns (a control plane's, shared
+    /// by its processes), appending to `NAME.log` there so a restarted daemon's log continues.
+    pub fn start_in(name: &'static str, program: &Path, args: &[String], dir: &Path) -> Self {
+        let log = dir.join(format!("{name}.log"));
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
         let child = Command::new(program)
             .args(args)
-            .current_dir(dir.path())
+            .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .spawn()
-            .unwrap_or_else(|e| panic!("{program} cannot be started ({e}); .ci/run installs it"));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} cannot be started ({e}); .ci/run installs it",
+                    program.display()
+                )
+            });
         Daemon {
             name,
             child,
             log,
-            _dir: dir,
+            _dir: None,
         }
+    }
+
+    /// Whether the process has exited (and its status).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+
+    /// Wait for the process to exit (after a signal that ends it).
+    pub fn wait_exit(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.wait()
+    }
+
+    /// Wait up to `limit` for the process to exit; `None` when it is still running.
+    pub fn wait_exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if started.elapsed() >= limit {
+                return None;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+    }
+
+    /// The log file's path.
+    pub fn log_path(&self) -> &Path {
+        &self.log
     }
 
     /// Process id, for signals.
@@ -59,6 +108,13 @@ impl Daemon {
     /// The log so far (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The last `n` lines of the log (a kube-apiserver's whole log is too long for a message).
+    pub fn log_tail(&self, n: usize) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
     /// Send a signal (`STOP`, `CONT`) with the shell's `kill` (present wherever `sh` is, unlike
@@ -89,14 +145,14 @@ impl Daemon {
                 panic!(
                     "{} exited ({status}) before it was ready:\n{}",
                     self.name,
-                    self.log()
+                    self.log_tail(80)
                 );
             }
             assert!(
                 started.elapsed() < limit,
                 "{} not ready within {limit:?}:\n{}",
                 self.name,
-                self.log()
+                self.log_tail(80)
             );
             // Back off between polls, not a wait for a guessed start-up time.
             tokio::time::sleep(pause).await;

@@ -4,6 +4,8 @@
 //! * [`bundle`] — reading gaps out of a collected bundle;
 //! * [`rbac`] — the shipped least-privilege ClusterRole;
 //! * [`daemons`] — real etcd and Prometheus processes;
+//! * [`k8s`] — real kube-apiservers (1.24, 1.36) with etcd, the sample-apiserver and the test's
+//!   own webhook backends (`EXTPATH_K8S_ASSETS`);
 //! * [`hostile_server`] — an API server that misbehaves on purpose;
 //! * [`captures`] — the real captures of `fixtures/raw/` as cases, and their scoring;
 //! * [`report_cases`] — hand-built diagnoses for the renderer tests;
@@ -18,6 +20,7 @@ pub(crate) mod bundle;
 pub(crate) mod captures;
 pub(crate) mod daemons;
 pub(crate) mod hostile_server;
+pub(crate) mod k8s;
 pub(crate) mod random_exposition;
 pub(crate) mod raw_files;
 pub(crate) mod rbac;

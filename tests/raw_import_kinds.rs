@@ -119,6 +119,41 @@ fn curl_verbose_output_keeps_the_request_line_and_drops_request_headers() {
     );
 }
 
+// `curl -v` of a watch, as a real 1.36 kube-apiserver answered a resume from a compacted
+// resourceVersion through the aggregator: 200 headers, then the stream, whose one event is the
+// 410. The event is the evidence; read as a plain response it was lost (a 200, nothing wrong).
+#[test]
+fn curl_verbose_output_of_a_watch_keeps_the_stream() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "x",
+        "* Connected to 127.0.0.1 (127.0.0.1) port 45283 (#0)\n* ALPN: server accepted h2\n\
+         > GET /apis/wardle.example.com/v1alpha1/namespaces/orders/flunders?watch=1&resourceVersion=3 HTTP/2\n\
+         > Host: 127.0.0.1:45283\n> accept: */*\n> \n{ [5 bytes data]\n\
+         < HTTP/2 200 \n< content-type: application/json\n< date: Mon, 07 Dec 2026 20:01:37 GMT\n< \n\
+         { [5 bytes data]\n* Connection #0 to host 127.0.0.1 left intact\n\
+         {\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\
+         \"message\":\"The resourceVersion for the provided watch is too old.\",\"reason\":\"Expired\",\"code\":410}}\n\
+         \nHTTP 200 time_total=0.086906\ncurl exit=0\n",
+    );
+    let b = import_dir(tmp.path());
+    assert_eq!(b.probes.len(), 1);
+    let p = &b.probes[0];
+    assert_eq!(p.status, Some(200));
+    assert_eq!(
+        p.path.as_deref(),
+        Some(
+            "/apis/wardle.example.com/v1alpha1/namespaces/orders/flunders?watch=1&resourceVersion=3"
+        )
+    );
+    let w = p.watch.as_ref().expect("read as a watch");
+    let e = w.error_event.as_ref().expect("the in-stream error");
+    assert_eq!(e.code, Some(410));
+    assert_eq!(e.reason, "Expired");
+    assert_eq!(w.end, extpath::bundle::probes::WatchEnd::Closed);
+}
+
 #[test]
 fn etcd_health_and_structured_kubectl_traces_are_read() {
     let tmp = tempfile::tempdir().unwrap();

@@ -106,6 +106,19 @@ pub(crate) fn read_response(
     if !saw_headers {
         return Err(FileError::at(1, "curl output without an HTTP status line"));
     }
+    // `curl -v` (or `-i`) of a watch: the headers, then the stream's events. The events are the
+    // evidence (an in-stream 410 `Expired` after a 200, how the stream ended), so the body is read
+    // as a stream, with the status and path the headers and request lines gave.
+    let mut events = body_lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .peekable();
+    if events.peek().is_some() && events.all(|l| super::watch_stream::is_event_line(l)) {
+        let read = super::watch_stream::read_events(&body_lines, 1, &trailers)?;
+        apply_trailers(&mut probe, &trailers);
+        super::watch_stream::attach(imp, probe, read, at);
+        return Ok(Yield::Used);
+    }
     let body = body_lines.join("\n");
     let has_body = !body.trim().is_empty();
     if has_body {

@@ -32,14 +32,26 @@ pub(crate) fn is_event_line(line: &str) -> bool {
         })
 }
 
-/// Read a captured watch stream.
-pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yield, FileError> {
-    let lines: Vec<&str> = text.lines().collect();
-    let (trailer_start, trailers) = split_trailer(&lines);
+/// What the events of a stream and curl's trailer lines say.
+pub(crate) struct StreamRead {
+    pub(crate) outcome: WatchOutcome,
+    /// The `apiVersion` of the first streamed object.
+    pub(crate) group_version: Option<String>,
+    /// The latest time an object of the stream carries.
+    pub(crate) latest: Option<jiff::Timestamp>,
+}
+
+/// Read the event lines of a stream (blank lines skipped; `first_line` numbers the first of them
+/// in the file, for errors).
+pub(crate) fn read_events(
+    lines: &[&str],
+    first_line: usize,
+    trailers: &[Trailer],
+) -> Result<StreamRead, FileError> {
     let mut outcome = WatchOutcome::default();
     let mut group_version = None;
     let mut latest: Option<jiff::Timestamp> = None;
-    for (i, line) in lines[..trailer_start].iter().enumerate() {
+    for (i, line) in lines.iter().enumerate() {
         let t = line.trim();
         if t.is_empty() {
             continue;
@@ -51,7 +63,7 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
                 .next()
                 .unwrap_or_default()
                 .to_string();
-            FileError::at(i + 1, format!("malformed watch event: {msg}"))
+            FileError::at(first_line + i, format!("malformed watch event: {msg}"))
         })?;
         let ty = v.get("type").and_then(Value::as_str).unwrap_or_default();
         let object = v.get("object").unwrap_or(&Value::Null);
@@ -71,28 +83,55 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
             }
             other => {
                 return Err(FileError::at(
-                    i + 1,
+                    first_line + i,
                     format!("unknown watch event type {other:?}"),
                 ));
             }
         }
     }
-    let mut probe = client_probe(ClientTool::Curl, file);
-    probe.method = Some("GET".into());
-    apply_trailers(&mut probe, &trailers);
-    outcome.end = end_of(&trailers);
+    outcome.end = end_of(trailers);
     outcome.end_detail = trailers.iter().find_map(|t| match t {
         Trailer::CurlError { code, message } => Some(format!("curl: ({code}) {message}")),
         _ => None,
     });
+    Ok(StreamRead {
+        outcome,
+        group_version,
+        latest,
+    })
+}
+
+/// Put a read stream on `probe`: its lifetime is the watch's duration, not a response time.
+pub(crate) fn attach(
+    imp: &mut Importer,
+    mut probe: crate::bundle::probes::Probe,
+    read: StreamRead,
+    at: Option<Stamp>,
+) {
+    let StreamRead {
+        mut outcome,
+        group_version,
+        latest,
+    } = read;
+    probe.method.get_or_insert_with(|| "GET".into());
     outcome.duration_seconds = probe.latency_ms.map(|ms| ms / 1000.0);
-    // The watch's own latency is its lifetime, not a response time.
     probe.latency_ms = None;
     probe.watch = Some(outcome);
     let mut pending = PendingProbe::new(probe);
     pending.object_group_version = group_version;
+    pending.at = at;
     imp.stamp(latest.map(Stamp::Full));
     imp.probe(pending);
+}
+
+/// Read a captured watch stream (the events alone, then curl's trailer lines).
+pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yield, FileError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (trailer_start, trailers) = split_trailer(&lines);
+    let read = read_events(&lines[..trailer_start], 1, &trailers)?;
+    let mut probe = client_probe(ClientTool::Curl, file);
+    apply_trailers(&mut probe, &trailers);
+    attach(imp, probe, read, None);
     Ok(Yield::Used)
 }
 

@@ -23,12 +23,14 @@
 //! the etcd delay proxy, kube-apiserver; restart with other flags; signals), [`extension`] (the
 //! sample-apiserver and its registration), [`backend`] (the test's own HTTPS webhook/conversion
 //! server, whose behaviour a test switches), [`delay_proxy`] (a TCP proxy that can add latency),
-//! [`traffic`] (clients that keep using the cluster while a scan watches).
+//! [`traffic`] (clients that keep using the cluster while a scan watches, and watchers that stop
+//! reading), [`incident`] (the folder of files an on-call engineer saves, for `analyze --raw`).
 
 pub(crate) mod backend;
 pub(crate) mod control_plane;
 pub(crate) mod delay_proxy;
 pub(crate) mod extension;
+pub(crate) mod incident;
 pub(crate) mod pki;
 pub(crate) mod traffic;
 

@@ -147,3 +147,34 @@ impl ClusterPki {
         }
     }
 }
+
+/// The DER inside a PEM block (a PKCS#8 key as rcgen writes it).
+pub fn pem_der(pem: &str) -> Vec<u8> {
+    use base64::Engine;
+    let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap()
+}
+
+/// A rustls client configuration with the admin identity, trusting the cluster CA and the backends
+/// CA (kube-apiserver's and the extension's serving certificates), offering `alpn`.
+pub fn client_tls(pki: &ClusterPki, alpn: &[&str]) -> rustls::ClientConfig {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    for pem in [pki.cluster_ca.pem(), pki.backends_ca.pem()] {
+        for c in extpath::pki::pem_certificates(pem.as_bytes()).unwrap() {
+            roots.add(c).unwrap();
+        }
+    }
+    let chain = extpath::pki::pem_certificates(pki.admin.cert_pem.as_bytes()).unwrap();
+    let key = rustls_pki_types::PrivateKeyDer::Pkcs8(rustls_pki_types::PrivatePkcs8KeyDer::from(
+        pem_der(&std::fs::read_to_string(&pki.admin.key).unwrap()),
+    ));
+    let mut cfg = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .unwrap();
+    cfg.alpn_protocols = alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
+    cfg
+}

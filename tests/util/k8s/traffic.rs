@@ -143,3 +143,65 @@ impl Drop for Traffic {
         }
     }
 }
+
+/// A watch whose client stops reading once the response headers arrived — a controller stuck in
+/// its event handler, a client behind a saturated link. Over HTTP/1.1, so only TCP's own buffers
+/// stand between the API server's watch goroutine and a blocked write. Closed when dropped.
+pub struct StalledWatch {
+    _stream: tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+}
+
+impl StalledWatch {
+    /// Open `GET PATH` (a `?watch=1` path) on kube-apiserver as the admin and read only the
+    /// response head; `None` when it does not answer 200.
+    pub fn open(cp: &ControlPlane, path: &str) -> Option<Self> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let config = super::pki::client_tls(&cp.pki, &["http/1.1"]);
+        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+        let (port, path) = (cp.port, path.to_string());
+        RUNTIME.block_on(async move {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()?;
+            // The smallest receive buffer the kernel allows, so that the API server's writes block
+            // after a few events rather than after megabytes.
+            shrink_receive_buffer(&tcp);
+            let name = rustls_pki_types::ServerName::try_from("127.0.0.1").ok()?;
+            let mut tls = connector.connect(name, tcp).await.ok()?;
+            tls.write_all(
+                format!(
+                    "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .ok()?;
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+                tls.read_exact(&mut byte).await.ok()?;
+                head.push(byte[0]);
+            }
+            String::from_utf8_lossy(&head)
+                .starts_with("HTTP/1.1 200")
+                .then_some(StalledWatch { _stream: tls })
+        })
+    }
+}
+
+/// Set SO_RCVBUF to its minimum on `tcp` (the kernel doubles and floors it); best effort.
+fn shrink_receive_buffer(tcp: &tokio::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 4096;
+    // SAFETY: setsockopt on a descriptor `tcp` owns, with a pointer to a live c_int of the size
+    // passed.
+    unsafe {
+        libc::setsockopt(
+            tcp.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}

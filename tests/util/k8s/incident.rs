@@ -1,0 +1,158 @@
+//! An incident folder as an on-call engineer saves one from a real control plane: `kubectl get
+//! -o json` of the objects on the path, the failing client's output (`kubectl -v=6` traces and its
+//! error), `curl -v` of the request with the `-w` trailer people paste, `/metrics` and
+//! `/readyz?verbose`, etcd's health and metrics, and log excerpts. `analyze --raw` reads it by
+//! content (the file names here are deliberately plain: the importer must not need them).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::control_plane::ControlPlane;
+use crate::util::daemons::Daemon;
+
+/// A folder being filled; removed on drop, unless `EXTPATH_KEEP_INCIDENTS` is set (then its path
+/// is printed, to look at what a failing `analyze --raw` read).
+pub struct Incident {
+    dir: tempfile::TempDir,
+    n: usize,
+}
+
+impl Drop for Incident {
+    fn drop(&mut self) {
+        if std::env::var_os("EXTPATH_KEEP_INCIDENTS").is_some() {
+            let kept = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap()).keep();
+            eprintln!("incident folder kept: {}", kept.display());
+        }
+    }
+}
+
+impl Default for Incident {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Incident {
+    pub fn new() -> Self {
+        Incident {
+            dir: tempfile::Builder::new()
+                .prefix("extpath-incident-")
+                .tempdir()
+                .unwrap(),
+            n: 0,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn file(&mut self, stem: &str) -> PathBuf {
+        self.n += 1;
+        self.dir.path().join(format!("{:02}-{stem}.txt", self.n))
+    }
+
+    /// Write `text` as a file of its own.
+    pub fn write(&mut self, stem: &str, text: &str) -> PathBuf {
+        let p = self.file(stem);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// `kubectl ARGS` (with the admin kubeconfig unless `args` names another context): stdout,
+    /// then stderr, then `exit=N` — what `kubectl … 2>&1; echo exit=$?` leaves.
+    pub fn kubectl(&mut self, cp: &ControlPlane, stem: &str, args: &[&str]) -> PathBuf {
+        let out = cp.kubectl_output(args, None);
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        if !text.ends_with('\n') && !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!("exit={}\n", out.status.code().unwrap_or(-1)));
+        self.write(stem, &text)
+    }
+
+    /// `kubectl get KINDS -A -o json` (only stdout: the objects), skipped when kubectl fails.
+    pub fn objects(&mut self, cp: &ControlPlane, kinds: &str) {
+        let out = cp.kubectl_output(&["get", kinds, "-A", "-o", "json"], None);
+        if out.status.success() {
+            let stem = kinds.replace(',', "-");
+            self.write(&stem, &String::from_utf8_lossy(&out.stdout));
+        }
+    }
+
+    /// `curl -sS -v` of `path` on kube-apiserver as the admin, with the `-w` trailer
+    /// `HTTP <code> time_total=<s>` and `curl exit=N`.
+    pub fn curl_apiserver(&mut self, cp: &ControlPlane, stem: &str, path: &str, extra: &[&str]) {
+        let url = format!("{}{path}", cp.url());
+        let mut args: Vec<String> = vec![
+            "--cacert".into(),
+            cp.pki.cluster_ca.cert.display().to_string(),
+            "--cert".into(),
+            cp.pki.admin.cert.display().to_string(),
+            "--key".into(),
+            cp.pki.admin.key.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push(url);
+        self.curl(stem, &args);
+    }
+
+    /// `curl -sS -v ARGS -w …` as run from a shell; stdout and stderr in one file, as `2>&1`
+    /// leaves them.
+    pub fn curl(&mut self, stem: &str, args: &[String]) -> PathBuf {
+        let out = Command::new("curl")
+            .args(["-sS", "-v", "--max-time", "10"])
+            .args(args)
+            .args(["-w", "\nHTTP %{http_code} time_total=%{time_total}\n"])
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .output()
+            .expect("curl is on PATH (.ci/run installs it)");
+        let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stdout));
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("curl exit={}\n", out.status.code().unwrap_or(-1)));
+        self.write(stem, &text)
+    }
+
+    /// What every folder holds: the path's objects, kube-apiserver's `/metrics` and
+    /// `/readyz?verbose`, and etcd's `/health` and `/metrics`.
+    pub fn usual(&mut self, cp: &ControlPlane) {
+        self.objects(cp, "apiservices");
+        self.objects(
+            cp,
+            "validatingwebhookconfigurations,mutatingwebhookconfigurations",
+        );
+        self.objects(cp, "customresourcedefinitions");
+        self.objects(cp, "services,endpoints");
+        self.objects(cp, "flowschemas,prioritylevelconfigurations");
+        let (_, metrics) = cp.raw_get("/metrics");
+        self.write("apiserver-metrics", &metrics);
+        let (_, readyz) = cp.raw_get("/readyz?verbose");
+        self.write("readyz", &readyz);
+        let etcd = super::control_plane::plain_client();
+        let base = cp.etcd.url();
+        let (health, metrics) = super::RUNTIME.block_on(async {
+            let get = |p: &str| {
+                let (etcd, url) = (etcd.clone(), format!("{base}{p}"));
+                async move {
+                    match etcd.get(&url).send().await {
+                        Ok(r) => r.text().await.unwrap_or_default(),
+                        Err(e) => format!("curl: (28) {e}\n"),
+                    }
+                }
+            };
+            (get("/health").await, get("/metrics").await)
+        });
+        self.write("etcd-health", &health);
+        self.write("etcd-metrics", &metrics);
+    }
+
+    /// The last `lines` lines of a process's log.
+    pub fn log(&mut self, stem: &str, daemon: &Daemon, lines: usize) {
+        self.write(stem, &daemon.log_tail(lines));
+    }
+}

@@ -1,7 +1,8 @@
 //! Aggregation: the path APIService → Service → endpoint → TLS → extension server breaks, each
 //! by a different mechanism.
 
-use super::{Expect, SETTLE, Scan, on_both, scan};
+use super::{Checks, Expect, SETTLE, Scan, analyze_raw, on_both, scan, why};
+use crate::util::k8s::incident::Incident;
 use crate::util::k8s::extension::{APISERVICE, Extension, GROUP_VERSION, Placement};
 use crate::util::k8s::{Assets, ControlPlane};
 
@@ -22,14 +23,31 @@ fn wait_discovery_fails(cp: &ControlPlane) {
     });
 }
 
-/// The extension server's process is killed (a crash, an OOM kill).
-fn extension_killed(assets: &Assets) -> (Scan, Expect) {
+/// The extension server's process is killed (a crash, an OOM kill). Also judged by `why` on a
+/// client's request and by `analyze --raw` of what the on-call engineer saved.
+fn extension_killed(assets: &Assets) -> Checks {
     let cp = ControlPlane::start(assets, &[]);
     let mut ext = Extension::start(&cp, Placement::default());
     ext.daemon.signal("KILL");
     let _ = ext.daemon.wait_exit();
     wait_discovery_fails(&cp);
-    (scan(&cp, &[]), on_apiservice())
+    let path = format!("/apis/{GROUP_VERSION}/namespaces/default/flunders");
+    let mut incident = Incident::new();
+    incident.usual(&cp);
+    incident.kubectl(&cp, "kubectl-get-flunders", &["get", "flunders", "-v=6"]);
+    incident.curl_apiserver(&cp, "curl-flunders", &path, &[]);
+    vec![
+        (scan(&cp, &[]), on_apiservice()),
+        (
+            why(&cp, "GET", &path, &[]),
+            Expect::Request {
+                class: "Aggregation",
+                severity: "critical",
+            },
+        ),
+        (analyze_raw(incident.path()), on_apiservice()),
+    ]
+    .into()
 }
 on_both!(extension_killed);
 

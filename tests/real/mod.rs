@@ -7,6 +7,7 @@
 //! [`KNOWN_MISSES`] with its generation: the test then asserts that it is still missed, so a fix
 //! makes it fail until the entry is removed — the list only shrinks.
 
+mod admission;
 mod aggregation;
 mod baseline;
 

@@ -52,6 +52,13 @@ pub(crate) enum Expect {
         name: String,
         severity: &'static str,
     },
+    /// No problem at warning or above, and `kind/name` could not be judged (Inconclusive) with a
+    /// next step that contains `next`: the re-run that would decide it.
+    Undecided {
+        kind: &'static str,
+        name: String,
+        next: &'static str,
+    },
 }
 
 /// One `scan` of a real control plane.
@@ -130,6 +137,31 @@ impl Scan {
                     Ok(())
                 } else {
                     Err(format!("exit {}; not healthy: {unhealthy:?}", self.code))
+                }
+            }
+            Expect::Undecided { kind, name, next } => {
+                let undecided = self.diagnosis["verdicts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|v| {
+                        v["subject"]["kind"] == *kind
+                            && v["subject"]["name"] == name.as_str()
+                            && v["class"] == "Inconclusive"
+                    });
+                let names_rerun = undecided.is_some_and(|v| {
+                    v["next"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|n| n.as_str().is_some_and(|n| n.contains(next)))
+                });
+                if problems.is_empty() && names_rerun {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "want {kind}/{name} undecided, naming a re-run with {next:?}, and no problem; got problems {problems:?}, verdict {undecided:?}"
+                    ))
                 }
             }
             Expect::Problem {

@@ -1,7 +1,13 @@
 //! Admission: webhooks and CRD conversion webhooks served by the test's own [`Backend`], broken by
-//! different mechanisms — the backend refuses, stalls past `timeoutSeconds`, answers 500, a CRD's
-//! converter is gone — while clients keep writing, so the scan's metrics window sees the calls.
-//! Webhooks are scoped to a labelled namespace so the control plane's own writes pass.
+//! different mechanisms while clients keep writing (or reading), so the scan's metrics window sees
+//! the calls: a validating webhook's backend refuses, a mutating one stalls past `timeoutSeconds`, one
+//! answers 500, a CRD's converter is gone, and — invented from apiextensions-apiserver's
+//! `webhook_converter.go` (`restoreObjectMeta`) — a converter that answers `Success` but writes a
+//! label kube-apiserver rejects. Then the defect classes of issue 22 this area owns: a converter
+//! slower than the window (3g), decisive and undecided verdicts without a window (3h), answers that
+//! break the request (3k), a working webhook's policy denial (3l), and the incident folders an
+//! on-call saves, read by `analyze --raw` (3d, 3k, 3l). Webhooks are scoped to a labelled namespace
+//! so the control plane's own writes pass; names and namespaces differ from case to case.
 
 use std::time::Duration;
 

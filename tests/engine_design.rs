@@ -137,14 +137,15 @@ fn rule_4_401_and_403_are_auth_and_delegated_authz_points_at_the_extension() {
         sar.next
     );
     nobody_blames(&ext, Class::Storage);
-    // A webhook's policy denial is a 403 too, and is not Auth.
+    // A webhook's policy denial is a 403 too, and is not Auth: the webhook working as
+    // configured (OutOfScope).
     let policy = diagnose("adm-webhooks.yaml");
     assert_eq!(
         class_of(
             &policy,
             "Request/POST /api/v1/namespaces/wh-s20d/configmaps"
         ),
-        Class::Healthy
+        Class::OutOfScope
     );
     nobody_blames(&policy, Class::Auth);
 }

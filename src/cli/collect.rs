@@ -65,8 +65,9 @@ pub struct CollectFlags {
     /// known error lines (needs `get` on pods/log, which deploy/rbac.yaml does not grant).
     #[arg(long)]
     pub pod_logs: bool,
-    /// Do not list one resource of each aggregated group/version after its discovery answers
-    /// (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists).
+    /// Do not list one resource of each aggregated group/version after its discovery answers,
+    /// nor read one object of each CRD through its conversion webhook (the least-privilege
+    /// ClusterRole in deploy/rbac.yaml does not allow those reads).
     #[arg(long)]
     pub skip_list_probe: bool,
     /// Do not send each aggregated group/version's discovery request again as an ordinary

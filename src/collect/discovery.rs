@@ -1,6 +1,7 @@
 //! Probes through the API server: the discovery rung of every aggregated group/version, a list of
 //! one resource it serves and the delegation probe ([`super::delegation`]) once discovery
-//! answered, and (only on request) server-side dry-run writes through webhooks.
+//! answered, a read of one object of every CRD in each version its conversion webhook converts to,
+//! and (only on request) server-side dry-run writes through webhooks.
 //!
 //! These are the requests a user's client would make, sent through kube-apiserver so that the
 //! aggregator really proxies them with real TLS — the only way to see what `Available=True` hides
@@ -16,7 +17,7 @@ use super::sources::{Contribution, Found, Run, SourceFuture};
 use super::{FetchError, Fetcher};
 use crate::bundle::probes::{ClientTool, ProbeKind};
 use crate::bundle::{
-    EvidenceBundle, Gap, GapReason, Kind, ObjectRef, Probe, ProbeOrigin, Rung, Webhook,
+    Crd, EvidenceBundle, Gap, GapReason, Kind, ObjectRef, Probe, ProbeOrigin, Rung, Webhook,
 };
 
 const IN_FLIGHT: usize = 64;
@@ -212,6 +213,144 @@ pub async fn probe_all(
     (probes, gaps)
 }
 
+/// A GET bounded by `deadline` as well as by the fetcher's own per-request timeout.
+async fn get_by(f: &Fetcher, path: &str, deadline: Instant) -> Result<Response, FetchError> {
+    match tokio::time::timeout_at(deadline, f.request(http::Method::GET, path, None)).await {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::Timeout(f.request_timeout())),
+    }
+}
+
+/// The collection path of a CRD's resource in `version`: across all namespaces, or the namespace
+/// of one object (`namespace`) and its name.
+fn crd_path(crd: &Crd, version: &str, object: Option<(&str, &str)>) -> String {
+    let base = format!("/apis/{}/{version}", crd.group);
+    match object {
+        None => format!("{base}/{}", crd.plural),
+        Some(("", name)) => format!("{base}/{}/{name}", crd.plural),
+        Some((ns, name)) => format!("{base}/namespaces/{ns}/{}/{name}", crd.plural),
+    }
+}
+
+/// The storage version of a CRD that converts through a webhook, and the other versions it
+/// serves (each read in one of those converts the stored object); `None` when no read converts.
+fn converted_versions(crd: &Crd) -> Option<(&str, Vec<&str>)> {
+    crd.conversion.webhook.as_ref()?;
+    let storage = crd.versions.iter().find(|v| v.storage)?.name.as_str();
+    let others: Vec<&str> = crd
+        .versions
+        .iter()
+        .filter(|v| v.served && !v.storage)
+        .map(|v| v.name.as_str())
+        .collect();
+    (!others.is_empty()).then_some((storage, others))
+}
+
+/// Read one object of every CRD whose conversion webhook a read converts through, in each served
+/// version other than the storage one — what a client of that version does, and the only way to
+/// meet a converter slower than the metrics window: no client's read finishes, so no metric
+/// moves, while the scan's own read waits (bounded by the fetcher's timeout) or fails in
+/// apiextensions-apiserver's words (`conversion webhook for <gvk> failed: …`).
+///
+/// First a list of the storage version with `limit=1`, which names an object, and a GET of that
+/// object in the storage version (the control: no conversion for an object stored in it); only
+/// when the control answered, a GET of the object in each other version — so a converted read
+/// that fails or does not answer is the converter's. A GET, not a list: a 1.3x kube-apiserver
+/// serves lists from a watch cache per version that converted the objects when it filled, while
+/// a GET converts on every call (as every read did on 1.24).
+pub async fn probe_conversions(
+    f: &Fetcher,
+    bundle: &EvidenceBundle,
+    deadline: Instant,
+) -> (Vec<Probe>, Vec<Gap>) {
+    // Owned: a stream of borrowed items makes the future's lifetime higher-ranked, which the
+    // source table's boxed future cannot name.
+    let converting: Vec<Crd> = bundle
+        .crds
+        .iter()
+        .filter(|c| converted_versions(c).is_some())
+        .cloned()
+        .collect();
+    let results = futures::stream::iter(converting)
+        .map(|crd| async move { probe_conversion(f, &crd, deadline).await })
+        .buffer_unordered(IN_FLIGHT)
+        .collect::<Vec<_>>()
+        .await;
+    let mut probes = Vec::new();
+    let mut gaps = Vec::new();
+    for (p, g) in results {
+        probes.extend(p);
+        gaps.extend(g);
+    }
+    probes.sort_by(|a, b| a.path.cmp(&b.path));
+    gaps.sort_by(|a, b| a.source.cmp(&b.source));
+    (probes, gaps)
+}
+
+/// [`probe_conversions`] of one CRD (nothing when no read of it converts).
+async fn probe_conversion(f: &Fetcher, crd: &Crd, deadline: Instant) -> (Vec<Probe>, Vec<Gap>) {
+    let Some((storage, others)) = converted_versions(crd) else {
+        return (Vec::new(), Vec::new());
+    };
+    let owner = ObjectRef::cluster(Kind::CustomResourceDefinition, &crd.name);
+    let list_path = format!("{}?limit=1", crd_path(crd, storage, None));
+    let res = get_by(f, &list_path, deadline).await;
+    let control = probe_from("GET", &list_path, Rung::Verb, owner.clone(), &res);
+    if let Some(why) = own_permission_denied(&control) {
+        let gap = Gap::new(
+            format!("probes/conversion/{owner}"),
+            GapReason::Forbidden,
+            why,
+        );
+        return (Vec::new(), vec![gap]);
+    }
+    let object = match &res {
+        Ok(r) if (200..300).contains(&r.status) => first_item(&r.body),
+        _ => None,
+    };
+    let mut probes = vec![control];
+    // No object, nothing to convert: apiextensions-apiserver does not call the webhook for an
+    // empty list, so there is nothing the scan could read through it.
+    let Some((namespace, name)) = object else {
+        return (probes, Vec::new());
+    };
+    // The same object in its storage version, the way the converted reads below fetch it: if
+    // this does not answer either, the time goes to storage, not to the converter, and the
+    // converted reads would say nothing about it.
+    let stored = crd_path(crd, storage, Some((&namespace, &name)));
+    let res = get_by(f, &stored, deadline).await;
+    let answered = matches!(&res, Ok(r) if (200..300).contains(&r.status));
+    probes.push(probe_from("GET", &stored, Rung::Verb, owner.clone(), &res));
+    if !answered {
+        return (probes, Vec::new());
+    }
+    for version in others {
+        let path = crd_path(crd, version, Some((&namespace, &name)));
+        let res = get_by(f, &path, deadline).await;
+        probes.push(probe_from(
+            "GET",
+            &path,
+            Rung::Conversion,
+            owner.clone(),
+            &res,
+        ));
+    }
+    (probes, Vec::new())
+}
+
+/// The namespace (`""` for a cluster-scoped object) and name of a list's first item.
+fn first_item(body: &[u8]) -> Option<(String, String)> {
+    let list: Value = serde_json::from_slice(body).ok()?;
+    let meta = list.get("items")?.as_array()?.first()?.get("metadata")?;
+    let name = meta.get("name")?.as_str()?.to_string();
+    let namespace = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Some((namespace, name))
+}
+
 /// A 403 on the verb probe that only says the collector itself may not list the resource (the
 /// least-privilege ClusterRole does not grant it) is a gap, not evidence. A 403 naming
 /// `system:anonymous` is kept: that is the extension server not trusting the front-proxy identity.
@@ -329,7 +468,19 @@ pub(super) fn probes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture
             list: run.opts.list_probe,
             delegation: run.opts.delegation_probe,
         };
-        let (probes, gaps) = probe_all(&run.fetcher, found.bundle, follow, run.deadline).await;
+        let conversions = async {
+            if follow.list {
+                probe_conversions(&run.fetcher, found.bundle, run.deadline).await
+            } else {
+                (Vec::new(), Vec::new())
+            }
+        };
+        let ((mut probes, mut gaps), (converted, conversion_gaps)) = tokio::join!(
+            probe_all(&run.fetcher, found.bundle, follow, run.deadline),
+            conversions
+        );
+        probes.extend(converted);
+        gaps.extend(conversion_gaps);
         Ok(Contribution {
             gaps,
             probes,

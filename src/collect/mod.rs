@@ -82,9 +82,10 @@ pub struct CollectOptions {
     pub probe_admission: bool,
     /// `--pod-logs`: read the known error lines of the logs of the Pods behind the extension paths.
     pub pod_logs: bool,
-    /// After a discovery probe answers, list one resource of the group/version (off with
-    /// `--skip-list-probe`: the least-privilege ClusterRole does not grant lists of aggregated
-    /// resources).
+    /// After a discovery probe answers, list one resource of the group/version; and read one
+    /// object of each CRD that converts through a webhook in its other served versions (off with
+    /// `--skip-list-probe`: the least-privilege ClusterRole does not grant lists of aggregated or
+    /// custom resources).
     pub list_probe: bool,
     /// After a discovery probe answers, send it again as an ordinary authenticated user
     /// ([`delegation`]); off with `--skip-delegation-probe`, and when the collection itself

@@ -325,8 +325,11 @@ pub fn is_failing(p: &Probe) -> bool {
 /// captured, or it is the request `why` reproduced (judged whatever its outcome).
 fn wants_subject(p: &Probe) -> bool {
     // extpath's own dial of an object's backend (no request path) is an observation of that
-    // object, not a request of its own.
-    let backend_dial = p.origin.kind == ProbeKind::Probe && p.path.is_none() && p.target.is_some();
+    // object, not a request of its own; so is a client's dial of a backend's address that got no
+    // answer (an on-call's `curl -v` of a webhook's backend, mapped by its address on import).
+    let own_dial = p.origin.kind == ProbeKind::Probe && p.path.is_none();
+    let client_dial = p.address.is_some() && p.status.is_none();
+    let backend_dial = (own_dial || client_dial) && p.target.is_some();
     !backend_dial
         && (p.reproduced
             || is_failing(p)

@@ -2,8 +2,8 @@
 //! by a different mechanism.
 
 use super::{Checks, Expect, SETTLE, Scan, analyze_raw, on_both, scan, why};
-use crate::util::k8s::incident::Incident;
 use crate::util::k8s::extension::{APISERVICE, Extension, GROUP_VERSION, Placement};
+use crate::util::k8s::incident::Incident;
 use crate::util::k8s::{Assets, ControlPlane};
 
 fn on_apiservice() -> Expect {

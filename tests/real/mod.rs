@@ -7,6 +7,7 @@
 //! [`KNOWN_MISSES`] with its generation: the test then asserts that it is still missed, so a fix
 //! makes it fail until the entry is removed — the list only shrinks.
 
+mod admission;
 mod aggregation;
 mod baseline;
 mod watch;
@@ -70,6 +71,13 @@ pub(crate) enum Expect {
         kind: &'static str,
         name: String,
         severity: &'static str,
+    },
+    /// No problem at warning or above, and `kind/name` could not be judged (Inconclusive) with a
+    /// next step that contains `next`: the re-run that would decide it.
+    Undecided {
+        kind: &'static str,
+        name: String,
+        next: &'static str,
     },
 }
 
@@ -179,6 +187,31 @@ impl Scan {
                     Err(format!(
                         "{}: exit {}; not healthy: {unhealthy:?}",
                         self.command, self.code
+                    ))
+                }
+            }
+            Expect::Undecided { kind, name, next } => {
+                let undecided = self.diagnosis["verdicts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|v| {
+                        v["subject"]["kind"] == *kind
+                            && v["subject"]["name"] == name.as_str()
+                            && v["class"] == "Inconclusive"
+                    });
+                let names_rerun = undecided.is_some_and(|v| {
+                    v["next"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|n| n.as_str().is_some_and(|n| n.contains(next)))
+                });
+                if problems.is_empty() && names_rerun {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "want {kind}/{name} undecided, naming a re-run with {next:?}, and no problem; got problems {problems:?}, verdict {undecided:?}"
                     ))
                 }
             }

@@ -59,6 +59,7 @@ pub(crate) fn read_response(
     let mut probe = client_probe(ClientTool::Curl, file);
     let lines: Vec<&str> = text.lines().collect();
     let (trailer_start, trailers) = split_trailer(&lines);
+    let mut dial = DialNotes::default();
     let mut at = None;
     let mut body_lines: Vec<&str> = Vec::new();
     let mut in_headers = false;
@@ -70,7 +71,11 @@ pub(crate) fn read_response(
             request_line(&mut probe, line.trim_start_matches('>').trim_start());
             continue;
         }
-        if line.starts_with("* ") || line.starts_with("{ ") || line.starts_with("} ") {
+        if line.starts_with("* ") {
+            dial.note(line);
+            continue;
+        }
+        if line.starts_with("{ ") || line.starts_with("} ") {
             continue;
         }
         let verbose = *line == "<" || line.starts_with("< ");
@@ -106,6 +111,7 @@ pub(crate) fn read_response(
     if !saw_headers {
         return Err(FileError::at(1, "curl output without an HTTP status line"));
     }
+    probe.address = dial.address;
     // `curl -v` (or `-i`) of a watch: the headers, then the stream's events. The events are the
     // evidence (an in-stream 410 `Expired` after a 200, how the stream ended), so the body is read
     // as a stream, with the status and path the headers and request lines gave.
@@ -144,20 +150,60 @@ pub(crate) fn read_output(
 ) -> Result<Yield, FileError> {
     let lines: Vec<&str> = text.lines().collect();
     let (trailer_start, trailers) = split_trailer(&lines);
-    let body = lines[..trailer_start].join("\n");
+    // `curl -v` of a request that got no response: connection notes (`* `), maybe the request
+    // (`> `) and TLS notes, and no body. They are not a body: they say whom curl dialled and why
+    // it got no answer.
+    let verbose = lines[..trailer_start]
+        .iter()
+        .any(|l| DialNotes::is_dial_note(l));
+    let mut dial = DialNotes::default();
+    let mut request: Option<&str> = None;
+    let body_lines: Vec<&str> = if verbose {
+        lines[..trailer_start]
+            .iter()
+            .copied()
+            .filter(|l| {
+                if l.starts_with("* ") {
+                    dial.note(l);
+                    return false;
+                }
+                if l.starts_with("> ") {
+                    request.get_or_insert(l.trim_start_matches('>').trim_start());
+                    return false;
+                }
+                !(l.starts_with("{ ") || l.starts_with("} ") || l.starts_with("< ") || *l == ">")
+            })
+            .collect()
+    } else {
+        lines[..trailer_start].to_vec()
+    };
+    let body = body_lines.join("\n");
     // Only curl writes `-w` lines and `curl:` errors; a bare body may come from any client.
-    let by_curl = trailers.iter().any(|t| !matches!(t, Trailer::Exit { .. }));
+    let by_curl = verbose || trailers.iter().any(|t| !matches!(t, Trailer::Exit { .. }));
     let tool = if by_curl {
         ClientTool::Curl
     } else {
         ClientTool::Other
     };
     let mut probe = client_probe(tool, file);
+    if let Some(req) = request {
+        request_line(&mut probe, req);
+    }
     let has_body = !body.trim().is_empty();
     if has_body {
         read_body(imp, &mut probe, body.trim())?;
     }
     apply_trailers(&mut probe, &trailers);
+    probe.address = dial.address;
+    // curl's own error line says `Couldn't connect to server`; its note says why (`Connection
+    // refused`, `No route to host`), which is what tells a stopped backend from a filtered port.
+    if let Some(why) = dial.failure {
+        probe.error = Some(match probe.error.take() {
+            Some(e) if !e.contains(&why) => format!("{e} ({why})"),
+            Some(e) => e,
+            None => why,
+        });
+    }
     let only_status_line =
         !has_body && trailers.len() == 1 && matches!(trailers[0], Trailer::HttpStatus { .. });
     let mut pending = PendingProbe::new(probe);
@@ -168,6 +214,87 @@ pub(crate) fn read_output(
     }
     imp.probe(pending);
     Ok(Yield::Used)
+}
+
+/// What curl's `-v` connection notes say about the dial: the address (`host:port`) and why it
+/// failed, when it did.
+#[derive(Debug, Default)]
+struct DialNotes {
+    address: Option<String>,
+    /// Whether `address` came from a note naming the URL's host (`Connected to`, `Failed to
+    /// connect to`, `connect to … failed`), which `Trying <ip>:<port>` does not replace.
+    named: bool,
+    failure: Option<String>,
+}
+
+impl DialNotes {
+    /// A note only curl `-v` writes about a connection.
+    fn is_dial_note(line: &str) -> bool {
+        let Some(note) = line.strip_prefix("* ") else {
+            return false;
+        };
+        let note = note.trim_start();
+        note.starts_with("Trying ")
+            || note.starts_with("Connected to ")
+            || note.starts_with("connect to ")
+            || note.starts_with("Failed to connect to ")
+    }
+
+    fn note(&mut self, line: &str) {
+        let note = line.trim_start_matches('*').trim();
+        // `Trying 127.0.0.1:9443...` (the address as dialled, IPv6 in brackets).
+        if let Some(rest) = note.strip_prefix("Trying ") {
+            if self.address.is_none() {
+                let addr = rest.trim_end_matches('.').trim();
+                if !addr.is_empty() {
+                    self.address = Some(addr.to_string());
+                }
+            }
+            return;
+        }
+        // `Connected to hook.ns.svc (10.0.0.5) port 443 (#0)`.
+        if let Some(rest) = note.strip_prefix("Connected to ") {
+            let host = rest.split_whitespace().next().unwrap_or_default();
+            if let Some(port) = port_after(rest) {
+                self.name(host, port);
+            }
+            return;
+        }
+        // `connect to 127.0.0.1 port 9443 from 127.0.0.1 port 51000 failed: Connection refused`
+        // (newer curl), `Failed to connect to 127.0.0.1 port 9443 after 0 ms: Connection refused`
+        // (older curl says the reason there; newer says `Couldn't connect to server`).
+        let (rest, failed) = if let Some(r) = note.strip_prefix("Failed to connect to ") {
+            (r, note)
+        } else if let Some(r) = note.strip_prefix("connect to ") {
+            (r, note)
+        } else {
+            return;
+        };
+        let host = rest.split_whitespace().next().unwrap_or_default();
+        if let Some(port) = port_after(rest) {
+            self.name(host, port);
+        }
+        if let Some((_, why)) = failed.rsplit_once(": ")
+            && why != "Couldn't connect to server"
+            && self.failure.is_none()
+        {
+            self.failure = Some(failed.to_string());
+        }
+    }
+
+    fn name(&mut self, host: &str, port: &str) {
+        if !self.named && !host.is_empty() {
+            self.address = Some(format!("{host}:{port}"));
+            self.named = true;
+        }
+    }
+}
+
+/// The number after the first ` port ` of a curl note.
+fn port_after(note: &str) -> Option<&str> {
+    let rest = note.split(" port ").nth(1)?;
+    let port = rest.split(|c: char| !c.is_ascii_digit()).next()?;
+    (!port.is_empty()).then_some(port)
 }
 
 fn request_line(probe: &mut Probe, req: &str) {

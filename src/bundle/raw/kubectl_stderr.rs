@@ -19,7 +19,8 @@ use super::curl::client_probe;
 use super::log_lines::parse_log_line;
 use super::state::{FileCtx, FileError, Importer, PendingProbe, Yield};
 use super::status_text::{
-    forbidden_user, generic_reason, parse_error_from_server, split_description, status_from_message,
+    INVALID, forbidden_user, generic_reason, parse_error_from_server, split_description,
+    status_from_message,
 };
 use super::trailer::{Trailer, parse_trailer};
 
@@ -165,7 +166,10 @@ pub(crate) fn probes_from_error_line(file: &FileCtx, line: &str) -> Vec<Probe> {
         p.description = description;
         // A Status message kubectl printed bare: keep it as a Status when its wording is one the
         // API conventions fix (client-go's renderings, a webhook's denial), else only as error text.
-        if generic_reason(message).is_some() || message.starts_with("admission webhook \"") {
+        if generic_reason(message).is_some()
+            || message.starts_with("admission webhook \"")
+            || INVALID.is_match(message)
+        {
             let status = status_from_message(None, message);
             p.status = status.code;
             p.status_body = Some(status);

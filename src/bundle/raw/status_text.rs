@@ -180,15 +180,37 @@ pub(crate) fn status_from_message(reason: Option<&str>, message: &str) -> Status
             }]
         })
         .unwrap_or_default();
-    StatusBody {
+    let mut status = StatusBody {
         status: "Failure".into(),
         message: message.to_string(),
         reason,
         code,
         causes,
         ..StatusBody::default()
+    };
+    // apimachinery's `NewInvalid` (`%s %q is invalid: %v`, the qualified kind first): the object's
+    // own validation rejected it — 422, with the kind and name as its details.
+    if let Some(c) = INVALID.captures(message) {
+        if status.reason.is_empty() {
+            status.reason = "Invalid".into();
+        }
+        if status.reason == "Invalid" {
+            status.code.get_or_insert(422);
+            let (kind, group) = c[1].split_once('.').unwrap_or((&c[1], ""));
+            status.kind = kind.to_string();
+            status.group = group.to_string();
+            status.name = c[2].to_string();
+        }
     }
+    status
 }
+
+/// apimachinery's `NewInvalid` message: `ConfigMap "x" is invalid: …`, `Deployment.apps "x" is
+/// invalid: …`.
+pub(crate) static INVALID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^([A-Z][A-Za-z0-9]*(?:\.[a-z0-9][a-z0-9.\-]*)?) "([^"]*)" is invalid: "#)
+        .expect("static regex")
+});
 
 static DESCRIPTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r" \(((?:get|list|watch|post|put|patch|delete|deletecollection|create|update) [a-z0-9.\-]+(?: [a-z0-9.\-]+)?)\)$")

@@ -5,7 +5,11 @@
 //! webhook "<name>"`, `admission webhook "<name>" denied the request`); an aggregated or built-in
 //! group/version in the path (`/apis/<g>/<v>/…` is served through APIService `<v>.<g>`);
 //! kubectl's request description (`get flunders.wardle.example.com`: the APIService of that group,
-//! or the CRD `flunders.wardle.example.com`); and the apiVersion of objects a watch streamed.
+//! or the CRD `flunders.wardle.example.com`); the apiVersion of objects a watch streamed; and, for
+//! a dial that got no answer (curl's `Failed to connect to <host> port <port>`), the webhook or CRD
+//! conversion webhook whose backend is served at that address; and for a write whose error names no
+//! webhook but shows a mutating webhook's answer broke it (a 422 from the object's own validation,
+//! a JSONPatch that does not apply), the one mutating webhook that intercepts that write.
 
 use std::sync::LazyLock;
 
@@ -13,7 +17,7 @@ use regex::Regex;
 
 use std::collections::BTreeMap;
 
-use crate::bundle::{EvidenceBundle, HopLayer, Kind, ObjectRef, Probe};
+use crate::bundle::{EvidenceBundle, HopLayer, Kind, ObjectRef, Probe, WebhookKind, WebhookTarget};
 
 static WEBHOOK_NAMED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?:failed calling webhook|admission webhook) "([^"]+)""#).expect("static regex")
@@ -81,6 +85,12 @@ pub(crate) fn probe_target(
             return Some(webhook_ref(&c[1], b));
         }
     }
+    if let Some(t) = dialled_backend(p, b) {
+        return Some(t);
+    }
+    if let Some(t) = patched_by(p, b) {
+        return Some(t);
+    }
     // A 429 names the FlowSchema that rejected it by UID (`X-Kubernetes-PF-FlowSchema-UID`).
     let rejected = p.status == Some(429) || p.status_counts.contains_key("429");
     let flow_schema = p.headers.flow_schema_uid.as_deref().and_then(|uid| {
@@ -113,6 +123,188 @@ pub(crate) fn probe_target(
     object_group_version
         .and_then(api_service_of_group_version)
         .or(flow_schema)
+}
+
+/// The webhook (else the CRD, for a conversion webhook) whose backend is served at the address a
+/// client dialled without getting an answer — an on-call's `curl -v` of the backend. Only a dial
+/// that got no response: one that did is a request to whatever answered there. Of several webhooks
+/// sharing one backend, the first in the bundle.
+fn dialled_backend(p: &Probe, b: &EvidenceBundle) -> Option<ObjectRef> {
+    let address = p.address.as_deref()?;
+    if p.status.is_some() {
+        return None;
+    }
+    let (host, port) = split_host_port(address)?;
+    let at = |t: &WebhookTarget| {
+        backend_addresses(t, b)
+            .iter()
+            .any(|(h, p)| h.eq_ignore_ascii_case(host) && *p == port)
+    };
+    if let Some(w) = b.webhooks.iter().find(|w| at(&w.target)) {
+        return Some(ObjectRef::cluster(w.kind.object_kind(), &w.name));
+    }
+    b.crds
+        .iter()
+        .find(|c| c.conversion.webhook.as_ref().is_some_and(at))
+        .map(|c| ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name))
+}
+
+/// kubectl's words for the write that failed: `failed to create configmap: …` (its `create`
+/// subcommands name the resource), `error when creating "x.yaml": …`, `error when patching …`.
+static WRITE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?:failed to|error when) (creat|patch|replac|updat|apply)[a-z]*(?: ([a-z][a-z0-9.\-]*))?",
+    )
+    .expect("static regex")
+});
+
+/// evanphx/json-patch's words for a patch that does not apply to the object (kube-apiserver
+/// returns them as `Internal error occurred: <error>`, naming no webhook).
+static PATCH_NOT_APPLIED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"operation does not apply|doc is missing (?:path|key)").expect("static regex")
+});
+
+/// The mutating webhook whose answer broke a write that names no webhook: a 422 `Invalid` from
+/// the object's own validation (which runs after mutating admission), or a JSONPatch that does not
+/// apply — when exactly one mutating webhook intercepts that operation on that resource (the
+/// namespace of the write is not known, so selectors are not judged). What the API server was
+/// asked is read from the error: the Invalid Status's kind (`ConfigMap`, `Deployment.apps`), else
+/// the resource kubectl's `create` subcommand names; the operation from kubectl's words.
+fn patched_by(p: &Probe, b: &EvidenceBundle) -> Option<ObjectRef> {
+    let texts = p.error_texts();
+    let invalid = p
+        .status_body
+        .as_ref()
+        .filter(|s| s.reason == "Invalid" && !s.kind.is_empty());
+    let not_applied =
+        p.status.is_some_and(|c| c >= 500) && texts.iter().any(|t| PATCH_NOT_APPLIED.is_match(t));
+    if invalid.is_none() && !not_applied {
+        return None;
+    }
+    let write = texts.iter().find_map(|t| WRITE.captures(t));
+    let operation = match write.as_ref().map(|c| &c[1]) {
+        Some("creat") => Some("CREATE"),
+        Some(_) => Some("UPDATE"),
+        None => None,
+    };
+    let (group, resource) = match invalid {
+        Some(s) => (s.group.clone(), guess_resource(&s.kind)),
+        None => {
+            let noun = write.as_ref()?.get(2)?.as_str();
+            let (kind, group) = noun.split_once('.').unwrap_or((noun, ""));
+            (group.to_string(), guess_resource(kind))
+        }
+    };
+    let any = |list: &[String], want: &str| list.iter().any(|x| x == want || x == "*");
+    let mut matching = b.webhooks.iter().filter(|w| {
+        w.kind == WebhookKind::Mutating
+            && w.rules.iter().any(|r| {
+                operation.is_none_or(|op| any(&r.operations, op))
+                    && any(&r.api_groups, &group)
+                    && (any(&r.resources, &resource) || r.resources.iter().any(|x| x == "*/*"))
+            })
+    });
+    let only = matching.next()?;
+    if matching.next().is_some() {
+        return None;
+    }
+    Some(ObjectRef::cluster(Kind::MutatingWebhook, &only.name))
+}
+
+/// The resource of a kind as apimachinery's `UnsafeGuessKindToResource` guesses it: lower case,
+/// plural by its suffix (`endpoints` stays, `-s` → `-ses`, `-y` → `-ies`, else `-s`).
+fn guess_resource(kind: &str) -> String {
+    let singular = kind.to_lowercase();
+    if singular.is_empty() || singular.ends_with("endpoints") {
+        return singular;
+    }
+    if singular.ends_with('s') {
+        return format!("{singular}es");
+    }
+    if let Some(stem) = singular.strip_suffix('y') {
+        return format!("{stem}ies");
+    }
+    format!("{singular}s")
+}
+
+/// `host:port` (`[v6]:port` too) as host and port.
+fn split_host_port(address: &str) -> Option<(&str, u16)> {
+    let (host, port) = address.rsplit_once(':')?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Some((host, port.parse().ok()?))
+}
+
+/// Every address a webhook's backend may be dialled at, as far as the bundle tells: a URL's host
+/// and port (443 by default); for a Service, its DNS names, its cluster IP, an ExternalName's
+/// target, at the Service port, and its endpoints' addresses at their port.
+fn backend_addresses(t: &WebhookTarget, b: &EvidenceBundle) -> Vec<(String, u16)> {
+    let mut out = Vec::new();
+    if let Some(url) = &t.url {
+        let authority = url
+            .split_once("://")
+            .map_or(url.as_str(), |x| x.1)
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        let port = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(':') => p.parse().ok(),
+            _ => Some(443),
+        };
+        if let (Some(host), Some(port)) = (t.server_name(), port) {
+            out.push((host, port));
+        }
+        return out;
+    }
+    let Some(svc) = &t.service else {
+        return out;
+    };
+    let port = svc.port.and_then(|p| u16::try_from(p).ok()).unwrap_or(443);
+    let (ns, name) = (&svc.namespace, &svc.name);
+    for host in [
+        format!("{name}.{ns}.svc"),
+        format!("{name}.{ns}.svc.cluster.local"),
+        format!("{name}.{ns}"),
+    ] {
+        out.push((host, port));
+    }
+    let service = b
+        .services
+        .iter()
+        .find(|s| &s.namespace == ns && &s.name == name);
+    if let Some(s) = service {
+        for host in s.cluster_ip.iter().chain(s.external_name.iter()) {
+            out.push((host.clone(), port));
+        }
+    }
+    // The endpoints of the Service port the webhook names, matched by its name as kube-proxy
+    // does (the only port when it has no name).
+    let port_name = service
+        .and_then(|s| {
+            s.ports
+                .iter()
+                .find(|p| i64::from(p.port) == i64::from(port))
+        })
+        .map(|p| p.name.clone());
+    if let Some(port_name) = port_name {
+        for e in b
+            .endpoints
+            .iter()
+            .filter(|e| &e.namespace == ns && &e.name == name)
+        {
+            for subset in &e.subsets {
+                let Some(ep) = subset.ports.iter().find(|p| p.name == port_name) else {
+                    continue;
+                };
+                let Ok(ep_port) = u16::try_from(ep.port) else {
+                    continue;
+                };
+                for a in subset.ready.iter().chain(&subset.not_ready) {
+                    out.push((a.ip.clone(), ep_port));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The object a log finding names, from the fields its pattern extracted.
@@ -218,6 +410,15 @@ pub(crate) fn webhooks_named(p: &Probe) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_guess_their_resource_as_apimachinery_does() {
+        assert_eq!(guess_resource("ConfigMap"), "configmaps");
+        assert_eq!(guess_resource("configmap"), "configmaps");
+        assert_eq!(guess_resource("Ingress"), "ingresses");
+        assert_eq!(guess_resource("NetworkPolicy"), "networkpolicies");
+        assert_eq!(guess_resource("Endpoints"), "endpoints");
+    }
 
     #[test]
     fn paths_map_to_api_services() {

@@ -13,6 +13,10 @@ use crate::bundle::observations::{Component, HealthCheck, HealthEndpoint};
 use crate::bundle::{CollectionSource, FlowSchema, MetricTarget, PriorityLevel, TimeBasis};
 use crate::engine::settings::Settings;
 
+/// The `--window` of [`cluster_fact`]'s `rescan`: long enough for a few calls of a quiet client
+/// (a controller's resync, a webhook on occasional writes) to land between the two scrapes.
+const RESCAN_WINDOW: &str = "30s";
+
 /// `settings`: every setting by name.
 pub fn settings_fact(s: &Settings) -> Fact {
     let mut o = Obj::new();
@@ -71,6 +75,15 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
         CollectionSource::Raw { .. } => "raw",
         CollectionSource::Unknown => "unknown",
     };
+    // The re-run an undecided verdict names when only history (one scrape, one dump) spoke: a scan
+    // of the same cluster whose two scrapes give the counters an increase. A raw import keeps one
+    // dump per process, so its re-run is a scan too.
+    let rescan = match &c.source {
+        CollectionSource::Live {
+            context: Some(ctx), ..
+        } => format!("kubectl extpath scan --context {ctx} --window {RESCAN_WINDOW}"),
+        _ => format!("kubectl extpath scan --window {RESCAN_WINDOW}"),
+    };
     // Gaps are evidence too: a rule checks `gap_sources` before reading an absence as "none"
     // (no Endpoints listed because the list was forbidden is not "no endpoints").
     let gaps = list(b.gaps.iter().map(|g| {
@@ -109,6 +122,7 @@ pub fn cluster_fact(base: &FactBase<'_>) -> Fact {
         .b("time_known", base.at.is_some())
         .s("collected_at_basis", basis)
         .s("source", source)
+        .s("rescan", rescan)
         .v(
             "server_version",
             Obj::new()

@@ -283,6 +283,10 @@ pub fn request_fact(probes: &[&Probe], target: Option<&ObjectRef>, name: &str) -
         .s("version", version)
         .s("resource", resource)
         .v("target", ref_fact(target))
+        .s(
+            "address",
+            first(probes, |p| p.address.clone()).unwrap_or_default(),
+        )
         .b("reproduced", probes.iter().any(|p| p.reproduced))
         // The webhooks a write is sent to, as `why` matched their rules and selectors: a rule
         // about a failed write looks among these for the webhook to blame.

@@ -37,6 +37,9 @@ pub enum Answer {
     NotAReview,
     /// A conversion that answers with objects of the wrong apiVersion (a converter bug).
     WrongVersion,
+    /// A conversion that converts, and also writes this label on every object (a converter that
+    /// copies a field into a label, whatever the field holds).
+    ConvertWithLabel { key: String, value: String },
 }
 
 type Body = Full<Bytes>;
@@ -232,6 +235,12 @@ async fn respond(answer: Answer, req: Request<Incoming>) -> Response<Body> {
                 } else {
                     desired.clone()
                 };
+                if let Answer::ConvertWithLabel { key, value } = &answer {
+                    if !o["metadata"]["labels"].is_object() {
+                        o["metadata"]["labels"] = json!({});
+                    }
+                    o["metadata"]["labels"][key] = json!(value);
+                }
                 o
             })
             .collect();

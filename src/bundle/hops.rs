@@ -166,6 +166,37 @@ impl<'a> TimedCall<'a> {
         }
     }
 
+    /// How long the call itself took, in milliseconds: its time net of the webhook and
+    /// conversion calls nested inside it. kube-apiserver runs admission inside an update's
+    /// retry loop, so 1.27+ print an UPDATE's `["Call validating webhook" …]` inside its
+    /// `["GuaranteedUpdate etcd3" …]`: that time is the webhook's, not storage's. Only the
+    /// nested traces one level down count (deeper ones are inside those); validating webhooks
+    /// run in parallel, so the sum may exceed the call's time, and the net is then 0. A call
+    /// that is a hop of its own is given as is: which other hops ran inside it is told from their
+    /// times by the caller ([`contained_ms`]).
+    pub fn own_ms(&self) -> f64 {
+        let Some(s) = self.step else {
+            return self.hop.duration_ms;
+        };
+        if !s.nested {
+            return s.duration_ms;
+        }
+        let Some(at) = self.hop.steps.iter().position(|t| std::ptr::eq(t, s)) else {
+            return s.duration_ms;
+        };
+        let inner: f64 = self.hop.steps[at + 1..]
+            .iter()
+            .take_while(|t| t.depth > s.depth)
+            .filter(|t| {
+                t.depth == s.depth + 1
+                    && t.nested
+                    && matches!(t.layer, HopLayer::Admission | HopLayer::Conversion)
+            })
+            .map(|t| t.duration_ms)
+            .sum();
+        (s.duration_ms - inner).max(0.0)
+    }
+
     /// A call of kube-apiserver's own storage: a storage call kube-apiserver wrote (never an
     /// extension API server's, never one of an unknown writer) that concerns no aggregated API.
     pub fn is_apiserver_storage(&self) -> bool {
@@ -221,4 +252,52 @@ impl TimedHop {
             });
         own.into_iter().chain(steps)
     }
+}
+
+/// How many milliseconds of `outer` (a hop of its own, e.g. 1.24's `"GuaranteedUpdate etcd3"`
+/// block) the webhook and conversion calls among `hops` spent inside it: the length of the union
+/// of their intervals that lie within `outer`'s (by their start dates and durations, with the
+/// millisecond of the dates' precision as slack), kube-apiserver's only. 1.24 prints the
+/// webhook calls of an update as blocks of their own, not nested, yet they ran inside the
+/// update's storage call. A call with an audit ID is never counted against a storage call with
+/// another one.
+pub fn contained_ms(outer: &TimedHop, hops: &[TimedHop]) -> f64 {
+    const SLACK_MS: f64 = 2.0;
+    let Some(start) = outer.started_at else {
+        return 0.0;
+    };
+    let end = outer.duration_ms;
+    let mut spans: Vec<(f64, f64)> = hops
+        .iter()
+        .filter(|h| {
+            h.component == Component::KubeApiserver
+                && matches!(h.layer, HopLayer::Admission | HopLayer::Conversion)
+                && match (&h.audit_id, &outer.audit_id) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                }
+        })
+        .filter_map(|h| {
+            let from = h.started_at?.duration_since(start).as_secs_f64() * 1000.0;
+            let to = from + h.duration_ms;
+            (from >= -SLACK_MS && to <= end + SLACK_MS).then_some((from.max(0.0), to.min(end)))
+        })
+        .collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut current: Option<(f64, f64)> = None;
+    for (a, b) in spans {
+        match current {
+            Some((ca, cb)) if a <= cb => current = Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                total += cb - ca;
+                current = Some((a, b));
+            }
+            None => current = Some((a, b)),
+        }
+    }
+    if let Some((a, b)) = current {
+        total += b - a;
+    }
+    total.max(0.0)
 }

@@ -11,6 +11,7 @@ mod aggregation;
 mod apf;
 mod baseline;
 mod storage;
+mod summaries;
 
 use std::time::Duration;
 

@@ -306,3 +306,36 @@ Trace[5]: [900ms] [900ms] END
         net(storage[2])
     );
 }
+
+/// 3a, as a real 1.36 kube-apiserver writes it: the UPDATE's webhook calls are nested traces
+/// *beside* its `GuaranteedUpdate etcd3` (retried once here, a second webhook call), though they
+/// ran inside it — their start times say so. The storage call's own time is the rest.
+#[test]
+fn a_storage_call_is_net_of_the_webhook_calls_beside_it_that_ran_inside_it() {
+    let hops = read(
+        r#"I1207 20:43:40.175679   30670 trace.go:236] Trace[1041028467]: "Patch" accept:*/*,audit-id:6e96957c-2d92-4573-a671-90f8e00f1b5f,client:127.0.0.1,api-group:,api-version:v1,name:item-0,subresource:,namespace:inventory,protocol:HTTP/2.0,resource:configmaps,scope:resource,url:/api/v1/namespaces/inventory/configmaps/item-0,user-agent:unknown,verb:PATCH (07-Dec-2026 20:43:37.756) (total time: 2419ms):
+Trace[1041028467]: ["GuaranteedUpdate etcd3" audit-id:6e96957c-2d92-4573-a671-90f8e00f1b5f,key:/configmaps/inventory/item-0,type:*core.ConfigMap,group:,resource:configmaps 2419ms (20:43:37.756)
+Trace[1041028467]:  ---"About to Encode" 1211ms (20:43:38.967)
+Trace[1041028467]:  ---"About to Encode" 1204ms (20:43:40.174)]
+Trace[1041028467]: ["Call validating webhook" configuration:policy-gate,webhook:updates.policy-gate.example.org,resource:/v1, Resource=configmaps,subresource:,operation:UPDATE,UID:05676a2b-9288-4313-b84c-36da6aa740af 2417ms (20:43:37.757)
+Trace[1041028467]:  ---"Request completed" 1210ms (20:43:38.967)]
+Trace[1041028467]: ["Call validating webhook" configuration:policy-gate,webhook:updates.policy-gate.example.org,resource:/v1, Resource=configmaps,subresource:,operation:UPDATE,UID:0ba84a7d-f4be-4e1d-8536-37671892d52f 1205ms (20:43:38.970)
+Trace[1041028467]:  ---"Request completed" 1203ms (20:43:40.173)]
+Trace[1041028467]: [2.419584506s] [2.419584506s] END
+"#,
+    );
+    assert_eq!(hops.len(), 1);
+    let storage: Vec<f64> = hops[0]
+        .calls()
+        .filter(|c| c.layer() == HopLayer::Storage)
+        .map(|c| c.own_ms())
+        .collect();
+    assert_eq!(storage.len(), 1);
+    assert!(storage[0] < 5.0, "{storage:?}");
+    let webhooks: Vec<f64> = hops[0]
+        .calls()
+        .filter(|c| c.layer() == HopLayer::Admission)
+        .map(|c| c.own_ms())
+        .collect();
+    assert_eq!(webhooks, [2417.0, 1205.0]);
+}

@@ -688,6 +688,38 @@ etcd_debugging_mvcc_db_total_size_in_bytes 100
     /// 1.24's webhook histogram stops at 2.5 s: a quantile whose rank is in `+Inf` is a lower
     /// bound, said as such.
     #[test]
+    fn proven_is_the_bucket_floor_until_an_observation_lies_beyond_the_rank() {
+        // Five fsyncs, the slowest in (8 ms, 16 ms]; then 200 with three in (16 ms, 32 ms].
+        let text = "\
+# TYPE f histogram
+f_bucket{n=\"few\",le=\"0.008\"} 4
+f_bucket{n=\"few\",le=\"0.016\"} 5
+f_bucket{n=\"few\",le=\"0.032\"} 5
+f_bucket{n=\"few\",le=\"+Inf\"} 5
+f_count{n=\"few\"} 5
+f_bucket{n=\"many\",le=\"0.008\"} 190
+f_bucket{n=\"many\",le=\"0.016\"} 197
+f_bucket{n=\"many\",le=\"0.032\"} 200
+f_bucket{n=\"many\",le=\"+Inf\"} 200
+f_count{n=\"many\"} 200
+";
+        let idx = MetricsIndex::new(&[MetricsSource {
+            target: MetricTarget::Etcd,
+            origin: "test".into(),
+            scraped_at: None,
+            window: None,
+            families: parse_str(text, &Selection::all()).unwrap(),
+        }]);
+        let fam = vec!["f".to_string()];
+        let few = idx.quantile(MetricTarget::Etcd, &fam, &sel("n", "few"), 0.99, false);
+        assert!(few.value > 0.015, "{}", few.value);
+        assert_eq!(few.proven, 0.008, "five observations prove only the floor");
+        let many = idx.quantile(MetricTarget::Etcd, &fam, &sel("n", "many"), 0.99, false);
+        assert!(many.proven > 0.016, "{many:?}");
+        assert_eq!(many.proven, many.value, "observations lie beyond the rank");
+    }
+
+    #[test]
     fn a_quantile_beyond_the_top_bucket_says_so() {
         let text = "\
 # TYPE w histogram

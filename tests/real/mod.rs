@@ -159,18 +159,23 @@ impl Scan {
 /// `scan -o json` of `cp` with `args` added (`--window 3s` unless `args` sets one), reading
 /// etcd's own health and metrics as an operator with etcd access does.
 pub(crate) fn scan(cp: &ControlPlane, args: &[&str]) -> Scan {
+    scan_with(cp, args, true)
+}
+
+/// [`scan`] as an operator without access to etcd (a managed control plane): kube-apiserver's
+/// evidence only.
+pub(crate) fn scan_without_etcd(cp: &ControlPlane, args: &[&str]) -> Scan {
+    scan_with(cp, args, false)
+}
+
+fn scan_with(cp: &ControlPlane, args: &[&str], with_etcd: bool) -> Scan {
     let home = Files::new();
     let kubeconfig = cp.kubeconfig.display().to_string();
     let etcd = cp.etcd.url();
-    let mut all = vec![
-        "scan",
-        "--kubeconfig",
-        &kubeconfig,
-        "-o",
-        "json",
-        "--etcd-metrics-url",
-        &etcd,
-    ];
+    let mut all = vec!["scan", "--kubeconfig", &kubeconfig, "-o", "json"];
+    if with_etcd {
+        all.extend(["--etcd-metrics-url", &etcd]);
+    }
     if !args.iter().any(|a| a.starts_with("--window")) {
         all.extend(["--window", "3s"]);
     }

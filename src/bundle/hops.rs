@@ -68,6 +68,12 @@ pub struct HopStep {
     /// The object it concerns: the webhook a webhook call names, the CRD of a conversion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<ObjectRef>,
+    /// When a nested trace started (the time it prints, on the hop's date); none for a plain
+    /// step, which prints when it ended. Tells which calls ran inside which: 1.36 prints an
+    /// UPDATE's `["Call validating webhook" …]` beside its `["GuaranteedUpdate etcd3" …]`, not in
+    /// it, though admission ran inside the update's retry loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<jiff::Timestamp>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -166,6 +172,48 @@ impl<'a> TimedCall<'a> {
         }
     }
 
+    /// How long the call itself took, in milliseconds; for a storage call, its time net of the
+    /// webhook and conversion calls that ran inside it. kube-apiserver runs admission inside an update's
+    /// retry loop, so an UPDATE's `"Call validating webhook"` runs inside its `"GuaranteedUpdate
+    /// etcd3"`: that time is the webhook's, not storage's. For a nested trace, the other nested
+    /// webhook and conversion traces of the same hop whose intervals lie within its own (1.36
+    /// prints them beside it, with their start times), as a union (validating webhooks run in
+    /// parallel); without start times, those nested one level down in it. A call that is a hop
+    /// of its own is given as is: the caller tells which other hops ran inside it
+    /// ([`contained_ms`]).
+    pub fn own_ms(&self) -> f64 {
+        let Some(s) = self.step else {
+            return self.hop.duration_ms;
+        };
+        // Only storage holds other layers' calls; a webhook call's time is its own.
+        if !s.nested || s.layer != HopLayer::Storage {
+            return s.duration_ms;
+        }
+        let Some(at) = self.hop.steps.iter().position(|t| std::ptr::eq(t, s)) else {
+            return s.duration_ms;
+        };
+        let is_call =
+            |t: &HopStep| t.nested && matches!(t.layer, HopLayer::Admission | HopLayer::Conversion);
+        let inner = match s.started_at {
+            Some(start) => union_within(
+                start,
+                s.duration_ms,
+                self.hop
+                    .steps
+                    .iter()
+                    .filter(|t| is_call(t))
+                    .filter_map(|t| Some((t.started_at?, t.duration_ms))),
+            ),
+            None => self.hop.steps[at + 1..]
+                .iter()
+                .take_while(|t| t.depth > s.depth)
+                .filter(|t| t.depth == s.depth + 1 && is_call(t))
+                .map(|t| t.duration_ms)
+                .sum(),
+        };
+        (s.duration_ms - inner).max(0.0)
+    }
+
     /// A call of kube-apiserver's own storage: a storage call kube-apiserver wrote (never an
     /// extension API server's, never one of an unknown writer) that concerns no aggregated API.
     pub fn is_apiserver_storage(&self) -> bool {
@@ -221,4 +269,66 @@ impl TimedHop {
             });
         own.into_iter().chain(steps)
     }
+}
+
+/// How many milliseconds of `outer` (a hop of its own, e.g. 1.24's `"GuaranteedUpdate etcd3"`
+/// block) the webhook and conversion calls among `hops` spent inside it: the length of the union
+/// of their intervals that lie within `outer`'s (by their start dates and durations, with the
+/// millisecond of the dates' precision as slack), kube-apiserver's only. 1.24 prints the
+/// webhook calls of an update as blocks of their own, not nested, yet they ran inside the
+/// update's storage call. A call with an audit ID is never counted against a storage call with
+/// another one.
+pub fn contained_ms(outer: &TimedHop, hops: &[TimedHop]) -> f64 {
+    let Some(start) = outer.started_at else {
+        return 0.0;
+    };
+    union_within(
+        start,
+        outer.duration_ms,
+        hops.iter()
+            .filter(|h| {
+                h.component == Component::KubeApiserver
+                    && matches!(h.layer, HopLayer::Admission | HopLayer::Conversion)
+                    && match (&h.audit_id, &outer.audit_id) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => true,
+                    }
+            })
+            .filter_map(|h| Some((h.started_at?, h.duration_ms))),
+    )
+}
+
+/// The length (ms) of the union of the `spans` (start, ms) that lie within the `outer_ms` from
+/// `start`, with two milliseconds of slack each side for the dates' millisecond precision.
+fn union_within(
+    start: jiff::Timestamp,
+    outer_ms: f64,
+    spans: impl Iterator<Item = (jiff::Timestamp, f64)>,
+) -> f64 {
+    const SLACK_MS: f64 = 2.0;
+    let mut spans: Vec<(f64, f64)> = spans
+        .filter_map(|(at, ms)| {
+            let from = at.duration_since(start).as_secs_f64() * 1000.0;
+            let to = from + ms;
+            (from >= -SLACK_MS && to <= outer_ms + SLACK_MS)
+                .then_some((from.max(0.0), to.min(outer_ms)))
+        })
+        .collect();
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut current: Option<(f64, f64)> = None;
+    for (a, b) in spans {
+        match current {
+            Some((ca, cb)) if a <= cb => current = Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                total += cb - ca;
+                current = Some((a, b));
+            }
+            None => current = Some((a, b)),
+        }
+    }
+    if let Some((a, b)) = current {
+        total += b - a;
+    }
+    total.max(0.0)
 }

@@ -211,6 +211,7 @@ pub fn histogram_value(a: &HistogramAnswer) -> Fact {
         .f("fraction", a.fraction)
         .b("beyond_top_bucket", a.beyond_top_bucket)
         .f("top_bucket", a.top_bucket)
+        .f("proven", a.proven)
         .f("mean", a.mean)
         .s("text", a.text.clone())
         .build()

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::bundle::{MetricFamily, MetricKind, MetricSeries, MetricTarget, MetricsSource};
-use crate::promtext::{Bucket, MetricValue, histogram_quantile};
+use crate::promtext::{Bucket, MetricValue, histogram_quantile, histogram_quantile_floor};
 
 /// One label condition of a selector.
 #[derive(Debug, Clone)]
@@ -126,6 +126,13 @@ pub struct HistogramAnswer {
     pub beyond_top_bucket: bool,
     /// The highest finite bucket bound of the matching series (0 when there is none).
     pub top_bucket: f64,
+    /// The quantile as far as the buckets prove it, for comparing with a threshold: `value`
+    /// when at least one observation lies beyond the rank (`(1 − q) × count ≥ 1`: the rank is
+    /// not simply the largest observation, and interpolating inside its bucket reads a
+    /// distribution), else the lower edge of the bucket holding the rank, which is all a handful
+    /// of observations proves (five fsyncs with one in 8–16 ms interpolate to a p99 of 15.6 ms,
+    /// yet prove only > 8 ms). 0 without observations; for `above` queries, `value`.
+    pub proven: f64,
     /// The mean observation in seconds: `_sum` over `_count` in the same basis (0 without
     /// observations or without `_sum`). Exact where a quantile beyond the top bucket is only a
     /// bound — a 1.24 webhook histogram stops at 2.5 s; its mean still says 8 s.
@@ -448,6 +455,13 @@ impl MetricsIndex {
         // On 1.24 the webhook latency histogram tops out at 2.5 s (REFERENCE §3.9): a 10 s timeout
         // reads as "2.5 s" unless the answer says the rank lies beyond the top bucket.
         let beyond_top_bucket = count > 0.0 && top.is_some_and(|b| b.count.0 < q * count);
+        let proven = if (1.0 - q) * count >= 1.0 {
+            value
+        } else {
+            histogram_quantile_floor(q, &buckets)
+                .filter(|v| v.is_finite())
+                .unwrap_or(0.0)
+        };
         HistogramAnswer {
             present,
             windowed,
@@ -457,6 +471,7 @@ impl MetricsIndex {
             fraction: 0.0,
             beyond_top_bucket,
             top_bucket,
+            proven,
             mean: if count > 0.0 { sum / count } else { 0.0 },
             text: quantile_text(count, value, beyond_top_bucket),
         }
@@ -491,6 +506,7 @@ impl MetricsIndex {
             value,
             fraction: if count > 0.0 { value / count } else { 0.0 },
             beyond_top_bucket: false,
+            proven: value,
             top_bucket: buckets
                 .iter()
                 .rfind(|b| b.le.0.is_finite())
@@ -671,6 +687,38 @@ etcd_debugging_mvcc_db_total_size_in_bytes 100
 
     /// 1.24's webhook histogram stops at 2.5 s: a quantile whose rank is in `+Inf` is a lower
     /// bound, said as such.
+    #[test]
+    fn proven_is_the_bucket_floor_until_an_observation_lies_beyond_the_rank() {
+        // Five fsyncs, the slowest in (8 ms, 16 ms]; then 200 with three in (16 ms, 32 ms].
+        let text = "\
+# TYPE f histogram
+f_bucket{n=\"few\",le=\"0.008\"} 4
+f_bucket{n=\"few\",le=\"0.016\"} 5
+f_bucket{n=\"few\",le=\"0.032\"} 5
+f_bucket{n=\"few\",le=\"+Inf\"} 5
+f_count{n=\"few\"} 5
+f_bucket{n=\"many\",le=\"0.008\"} 190
+f_bucket{n=\"many\",le=\"0.016\"} 197
+f_bucket{n=\"many\",le=\"0.032\"} 200
+f_bucket{n=\"many\",le=\"+Inf\"} 200
+f_count{n=\"many\"} 200
+";
+        let idx = MetricsIndex::new(&[MetricsSource {
+            target: MetricTarget::Etcd,
+            origin: "test".into(),
+            scraped_at: None,
+            window: None,
+            families: parse_str(text, &Selection::all()).unwrap(),
+        }]);
+        let fam = vec!["f".to_string()];
+        let few = idx.quantile(MetricTarget::Etcd, &fam, &sel("n", "few"), 0.99, false);
+        assert!(few.value > 0.015, "{}", few.value);
+        assert_eq!(few.proven, 0.008, "five observations prove only the floor");
+        let many = idx.quantile(MetricTarget::Etcd, &fam, &sel("n", "many"), 0.99, false);
+        assert!(many.proven > 0.016, "{many:?}");
+        assert_eq!(many.proven, many.value, "observations lie beyond the rank");
+    }
+
     #[test]
     fn a_quantile_beyond_the_top_bucket_says_so() {
         let text = "\

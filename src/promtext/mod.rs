@@ -29,7 +29,7 @@ mod window_tests;
 
 pub use model::{Bucket, MetricFamily, MetricKind, MetricSeries, MetricValue, SeriesWindow};
 pub use parse::{Limits, ParseError, ParseErrorKind, Parser};
-pub use quantile::histogram_quantile;
+pub use quantile::{histogram_quantile, histogram_quantile_floor};
 pub use selection::Selection;
 pub use stream::{parse_async, parse_async_with, parse_reader, parse_reader_with, parse_str};
 pub use window::apply_window;

@@ -58,7 +58,7 @@ static HEADER: LazyLock<Regex> = LazyLock::new(|| {
 });
 static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"^"(?P<name>(?:[^"\\]|\\.)*)"(?: (?P<fields>.*?))? ?(?P<ms>-?\d+)ms \([^()]*\)(?P<close>\]*)\s*$"#,
+        r#"^"(?P<name>(?:[^"\\]|\\.)*)"(?: (?P<fields>.*?))? ?(?P<ms>-?\d+)ms \((?:(?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2})(?:\.(?P<frac>\d+))?|[^()]*)\)(?P<close>\]*)\s*$"#,
     )
     .expect("static regex")
 });
@@ -192,7 +192,15 @@ impl HopReader {
             .copied()
             .unwrap_or(open.pending.hop.layer);
         let layer = layer_of(&name, &fields).unwrap_or(inherited);
+        // A nested trace prints when it started (a plain step, when it ended): on the day of the
+        // hop's header, or the next one when the clock passed midnight in between.
+        let started_at = if nested {
+            step_start(open.pending.hop.started_at, &c)
+        } else {
+            None
+        };
         open.pending.hop.steps.push(HopStep {
+            started_at,
             name,
             layer,
             fields,
@@ -263,6 +271,32 @@ impl HopReader {
             },
             nesting: Vec::new(),
         });
+    }
+}
+
+/// A nested trace's start: its printed time of day on the date of `hop_start`.
+fn step_start(
+    hop_start: Option<jiff::Timestamp>,
+    c: &regex::Captures<'_>,
+) -> Option<jiff::Timestamp> {
+    let hop_start = hop_start?;
+    let num = |n: &str| c.name(n).and_then(|m| m.as_str().parse::<i8>().ok());
+    let day = hop_start.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let at = utc(
+        day.year(),
+        day.month(),
+        day.day(),
+        num("h")?,
+        num("m")?,
+        num("s")?,
+        c.name("frac").map_or(0, |m| fraction_nanos(m.as_str())),
+    )?;
+    // Printed with milliseconds: a start up to a few of them before the header's is the same
+    // instant; much earlier is the next day.
+    if at.duration_since(hop_start).as_secs_f64() < -60.0 {
+        at.checked_add(jiff::SignedDuration::from_hours(24)).ok()
+    } else {
+        Some(at)
     }
 }
 

@@ -58,6 +58,18 @@ fn reason_words(r: GapReason) -> Option<&'static str> {
     }
 }
 
+/// Said in the summary of a source the API server did not serve (a timeout, no connection, an
+/// error), as opposed to one it refused (401/403): [`unanswered`] reads it back.
+const NOT_PERMISSIONS: &str = "a timeout or an error, not a permission";
+
+/// A `Source` verdict of a core source the API server did not serve — timed out, unreachable or
+/// failing — rather than refused: the consequence of a failing server (a frozen etcd), which a
+/// headline puts after the problem that explains it.
+pub fn unanswered(v: &Verdict) -> bool {
+    v.subject.kind == crate::engine::diagnosis::SubjectKind::Source
+        && v.summary.contains(NOT_PERMISSIONS)
+}
+
 /// One `Inconclusive` verdict per core source the collection could not read.
 pub fn incomplete_collection(bundle: &EvidenceBundle) -> Vec<Verdict> {
     let mut out = Vec::new();
@@ -81,19 +93,35 @@ pub fn incomplete_collection(bundle: &EvidenceBundle) -> Vec<Verdict> {
         } else {
             format!(" — {}", gap.detail.trim())
         };
+        let unanswered = matches!(
+            gap.reason,
+            GapReason::Timeout | GapReason::Unreachable | GapReason::Error
+        );
         v.summary = if gap.reason == GapReason::Capped {
             format!(
                 "the collection is incomplete: reading {what} {words}{detail}; those beyond are unjudged, so a failure there cannot be seen"
+            )
+        } else if unanswered {
+            format!(
+                "the collection is incomplete: reading {what} {words}{detail}; the API server did not serve them ({NOT_PERMISSIONS}), so every one of them is unjudged and a failure there cannot be seen"
             )
         } else {
             format!(
                 "the collection is incomplete: reading {what} {words}{detail}; every one of them is unjudged, so a failure there cannot be seen"
             )
         };
+        // A timeout or an error is the API server (or what it waits on: etcd) failing to
+        // answer, never a missing permission: RBAC steps there send the reader the wrong way.
         v.next = if gap.reason == GapReason::Capped {
             vec![
                 format!("kubectl get {resource} --no-headers | wc -l   # how many there are"),
                 "rerun with a larger --max-objects (each object costs a few kB of memory)".into(),
+            ]
+        } else if unanswered {
+            vec![
+                "kubectl get --raw '/readyz?verbose'   # is the API server's storage (etcd) answering?".into(),
+                format!("kubectl get {resource} --request-timeout=30s   # what the API server answers now"),
+                "rerun the scan once the API server answers (or with a longer --timeout)".into(),
             ]
         } else {
             vec![
@@ -183,5 +211,37 @@ mod tests {
             "{}",
             v[0].summary
         );
+    }
+
+    #[test]
+    fn a_timed_out_core_source_suggests_no_rbac() {
+        let mut b = EvidenceBundle::new(CollectionSource::Live {
+            server: "https://127.0.0.1:6443".into(),
+            context: None,
+        });
+        b.gaps.push(Gap::new(
+            "objects/apiservices",
+            GapReason::Timeout,
+            "no answer within 10s",
+        ));
+        b.gaps.push(Gap::new(
+            "objects/customresourcedefinitions",
+            GapReason::Forbidden,
+            "",
+        ));
+        let v = incomplete_collection(&b);
+        assert_eq!(v.len(), 2, "{v:?}");
+        let timed_out = &v[0];
+        assert!(unanswered(timed_out), "{}", timed_out.summary);
+        assert!(
+            timed_out
+                .next
+                .iter()
+                .all(|n| !n.contains("can-i") && !n.contains("rbac")),
+            "{:?}",
+            timed_out.next
+        );
+        assert!(!unanswered(&v[1]));
+        assert!(v[1].next.iter().any(|n| n.contains("can-i")));
     }
 }

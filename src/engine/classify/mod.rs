@@ -432,12 +432,34 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
                 && v.subject.kind != SubjectKind::Source
         })
         .collect();
+    // Sources the API server did not serve (timeouts, errors) while a problem is open are most
+    // likely its consequence (a frozen etcd times out every LIST): the problem leads, they follow.
+    let unanswered_only = !unread.is_empty()
+        && verdicts
+            .iter()
+            .filter(|v| {
+                v.subject.kind == SubjectKind::Source
+                    && v.waived.is_none()
+                    && v.subject.name != collection::ANALYSIS_SOURCE
+            })
+            .all(collection::unanswered);
+    let problems_lead = unanswered_only && !open.is_empty();
     let mut parts = Vec::new();
+    if problems_lead {
+        parts.push(problems_phrase(&open));
+    }
     if !unread.is_empty() {
-        parts.push(format!(
-            "collection incomplete: {} could not be read, so what they name is not judged",
-            unread.join(", ")
-        ));
+        parts.push(if unanswered_only {
+            format!(
+                "collection incomplete: {} timed out or failed (not a permission problem), so what they name is not judged",
+                unread.join(", ")
+            )
+        } else {
+            format!(
+                "collection incomplete: {} could not be read, so what they name is not judged",
+                unread.join(", ")
+            )
+        });
     }
     if analysis_cut {
         parts.push(
@@ -445,7 +467,7 @@ pub fn summarize(verdicts: &[Verdict], problems: &[crate::engine::problems::Prob
                 .to_string(),
         );
     }
-    if !open.is_empty() {
+    if !open.is_empty() && !problems_lead {
         parts.push(problems_phrase(&open));
     }
     // Only when nothing is broken: an open problem is what the headline must lead with, and the

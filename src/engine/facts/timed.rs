@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use super::value::Fact;
 
 use super::value::{Obj, list, string_map};
+use crate::bundle::hops::contained_ms;
 use crate::bundle::observations::Component;
 use crate::bundle::{EvidenceBundle, HopLayer, Kind, ObjectRef, TimedCall};
 use crate::engine::functions::human_seconds;
@@ -56,15 +57,15 @@ fn detail(c: &TimedCall<'_>) -> String {
     }
 }
 
-/// A *hop*: one timed call.
-fn hop_fact(c: &TimedCall<'_>) -> Fact {
+/// A *hop*: one timed call that took `ms`.
+fn hop_fact(c: &TimedCall<'_>, ms: f64) -> Fact {
     let h = c.hop;
     let target = c.target();
     Obj::new()
         .s("name", c.name())
         .s("detail", detail(c))
         .s("layer", layer_name(c.layer()))
-        .f("seconds", c.duration_ms() / 1000.0)
+        .f("seconds", ms / 1000.0)
         .s(
             "at",
             h.started_at.map(|t| t.to_string()).unwrap_or_default(),
@@ -99,9 +100,13 @@ pub const MAX_HOPS_SHOWN: usize = 20;
 
 /// A *timed*: the calls, slowest first, and their numbers.
 pub fn timed_fact(calls: &[TimedCall<'_>]) -> Fact {
-    let mut calls: Vec<&TimedCall<'_>> = calls.iter().collect();
-    calls.sort_by(|a, b| b.duration_ms().total_cmp(&a.duration_ms()));
-    let seconds: Vec<f64> = calls.iter().map(|c| c.duration_ms() / 1000.0).collect();
+    timed_fact_of(calls.iter().map(|c| (*c, c.duration_ms())).collect())
+}
+
+/// A *timed* of calls each with the milliseconds it counts for.
+fn timed_fact_of(mut calls: Vec<(TimedCall<'_>, f64)>) -> Fact {
+    calls.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let seconds: Vec<f64> = calls.iter().map(|c| c.1 / 1000.0).collect();
     let max = seconds.first().copied().unwrap_or(0.0);
     let median = match seconds.len() {
         0 => 0.0,
@@ -123,7 +128,12 @@ pub fn timed_fact(calls: &[TimedCall<'_>]) -> Fact {
         .v("seconds", list(seconds.iter().map(|s| Fact::float(*s))))
         .v(
             "hops",
-            list(calls.iter().take(MAX_HOPS_SHOWN).map(|c| hop_fact(c))),
+            list(
+                calls
+                    .iter()
+                    .take(MAX_HOPS_SHOWN)
+                    .map(|(c, ms)| hop_fact(c, *ms)),
+            ),
         )
         .s("text", text)
         .build()
@@ -158,15 +168,25 @@ pub fn of(index: &HashMap<(Kind, String), Fact>, r: Option<&ObjectRef>) -> Fact 
         .unwrap_or_else(|| timed_fact(&[]))
 }
 
-/// kube-apiserver's own storage calls (`etcd.traced`).
+/// kube-apiserver's own storage calls (`etcd.traced`), each counted for its own time: net of
+/// the webhook and conversion calls that ran inside it (an UPDATE's admission runs inside its
+/// `GuaranteedUpdate etcd3`; a slow webhook is not slow storage) — nested in it (1.27+), or
+/// blocks of their own within its interval (1.24).
 pub fn apiserver_storage(b: &EvidenceBundle) -> Fact {
-    let calls: Vec<TimedCall<'_>> = b
+    let calls: Vec<(TimedCall<'_>, f64)> = b
         .timed_hops
         .iter()
         .flat_map(|h| h.calls())
         .filter(TimedCall::is_apiserver_storage)
+        .map(|c| {
+            let own = match c.step {
+                Some(_) => c.own_ms(),
+                None => (c.hop.duration_ms - contained_ms(c.hop, &b.timed_hops)).max(0.0),
+            };
+            (c, own)
+        })
         .collect();
-    timed_fact(&calls)
+    timed_fact_of(calls)
 }
 
 /// etcd's own slow-request warnings (`etcd.slow_requests`).

@@ -298,6 +298,25 @@ impl ControlPlane {
         })
     }
 
+    /// A POST of a JSON `body` as the admin: status and body (0 and the error when nothing
+    /// answered).
+    pub fn admin_post(&self, path: &str, body: &str) -> (u16, String) {
+        let url = format!("{}{path}", self.url());
+        RUNTIME.block_on(async {
+            match self
+                .admin
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send()
+                .await
+            {
+                Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+                Err(e) => (0, e.to_string()),
+            }
+        })
+    }
+
     /// Poll `check` (backing off, bounded by `limit`) until it gives a value; panic naming `what`.
     pub fn poll<T>(&self, what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
         poll(what, limit, &mut check).unwrap_or_else(|| {

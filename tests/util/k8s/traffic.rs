@@ -55,6 +55,18 @@ pub struct Traffic {
 impl Traffic {
     /// `clients` concurrent loops, each repeating `calls` in turn with `pause` between requests.
     pub fn start(cp: &ControlPlane, calls: Vec<Call>, clients: usize, pause: Duration) -> Self {
+        Self::start_with_content_type(cp, calls, clients, pause, "application/json")
+    }
+
+    /// [`Traffic::start`] with bodies sent as `content_type` (a PATCH's
+    /// `application/merge-patch+json`).
+    pub fn start_with_content_type(
+        cp: &ControlPlane,
+        calls: Vec<Call>,
+        clients: usize,
+        pause: Duration,
+        content_type: &'static str,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let statuses = Arc::new(Mutex::new(BTreeMap::new()));
         let base = cp.url();
@@ -92,7 +104,7 @@ impl Traffic {
                         }
                         if let Some(b) = &call.body {
                             req = req
-                                .header("content-type", "application/json")
+                                .header("content-type", content_type)
                                 .body(b.replace("{n}", &format!("{client}-{n}")));
                         }
                         let code = match req.send().await {

@@ -230,3 +230,112 @@ fn fields_split_only_before_a_key() {
     assert!(parse_fields("no colon here").is_empty());
     assert!(parse_fields(",,,:,").is_empty() || parse_fields(",,,:,").len() <= 1);
 }
+
+/// 3a, 1.27+: an UPDATE's admission runs inside its `GuaranteedUpdate etcd3` (the update's retry
+/// loop), so the webhook's nested trace sits inside the storage call's: the storage call's own
+/// time is net of it.
+#[test]
+fn a_storage_call_is_net_of_the_webhook_calls_nested_in_it() {
+    let hops = read(
+        r#"I1207 20:40:01.300000       1 trace.go:236] Trace[9]: "Patch" accept:application/json,audit-id:a1,client:127.0.0.1,api-group:,api-version:v1,name:item-0,subresource:,namespace:inventory,protocol:HTTP/2.0,resource:configmaps,scope:resource,url:/api/v1/namespaces/inventory/configmaps/item-0,user-agent:test,verb:PATCH (07-Dec-2026 20:40:00.090) (total time: 1210ms):
+Trace[9]: ["GuaranteedUpdate etcd3" audit-id:a1,key:/configmaps/inventory/item-0,type:*core.ConfigMap,resource:configmaps 1206ms (20:40:00.092)
+Trace[9]:  ---"About to Encode" 2ms (20:40:00.094)
+Trace[9]:  ["Call validating webhook" configuration:policy-gate,webhook:updates.policy-gate.example.org,resource:/v1, Resource=configmaps,subresource:,operation:UPDATE,UID:u1 1201ms (20:40:00.095)
+Trace[9]:   ---"Request completed" 1200ms (20:40:01.296)]
+Trace[9]:  ---"Txn call completed" 3ms (20:40:01.298)]
+Trace[9]: ---"Object stored in database" 1207ms (20:40:01.299)
+Trace[9]: [1.210123456s] [1.210123456s] END
+"#,
+    );
+    assert_eq!(hops.len(), 1);
+    let calls: Vec<(HopLayer, f64, f64)> = hops[0]
+        .calls()
+        .map(|c| (c.layer(), c.duration_ms(), c.own_ms()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (HopLayer::Storage, 1206.0, 5.0),
+            (HopLayer::Admission, 1201.0, 1201.0)
+        ]
+    );
+}
+
+/// 3a, 1.24: the webhook call is a block of its own, logged before the storage call's block it
+/// ran inside; its interval lies in the storage call's, so that time is not storage's. A webhook
+/// call outside the storage call's interval, or of another request (audit ID), is not.
+#[test]
+fn a_storage_block_is_net_of_the_webhook_blocks_that_ran_inside_it() {
+    let mut hops = read(
+        r#"I1207 20:40:01.296000   100 trace.go:205] Trace[1]: "Call validating webhook" configuration:policy-gate,webhook:updates.policy-gate.example.org,resource:/v1, Resource=configmaps,subresource:,operation:UPDATE,UID:u1 (07-Dec-2026 20:40:00.095) (total time: 1201ms):
+Trace[1]: ---"Request completed" 1200ms (20:40:01.296)
+Trace[1]: [1.201s] [1.201s] END
+I1207 20:40:01.299000   100 trace.go:205] Trace[2]: "GuaranteedUpdate etcd3" type:*core.ConfigMap (07-Dec-2026 20:40:00.092) (total time: 1206ms):
+Trace[2]: ---"Transaction prepared" 1203ms (20:40:01.296)
+Trace[2]: ---"Transaction committed" 3ms (20:40:01.299)
+Trace[2]: [1.206s] [1.206s] END
+I1207 20:40:05.000000   100 trace.go:205] Trace[3]: "Call validating webhook" configuration:policy-gate,webhook:updates.policy-gate.example.org,resource:/v1, Resource=configmaps,subresource:,operation:UPDATE,UID:u2 (07-Dec-2026 20:40:03.800) (total time: 1200ms):
+Trace[3]: [1.2s] [1.2s] END
+I1207 20:40:06.000000   100 trace.go:205] Trace[4]: "GuaranteedUpdate etcd3" audit-id:other,type:*core.ConfigMap (07-Dec-2026 20:40:03.700) (total time: 2300ms):
+Trace[4]: [2.3s] [2.3s] END
+I1207 20:40:06.000000   100 trace.go:205] Trace[5]: "GuaranteedUpdate etcd3" type:*core.ConfigMap (07-Dec-2026 20:40:04.000) (total time: 900ms):
+Trace[5]: [900ms] [900ms] END
+"#,
+    );
+    for h in &mut hops {
+        h.component = Component::KubeApiserver;
+    }
+    let storage: Vec<&TimedHop> = hops
+        .iter()
+        .filter(|h| h.layer == HopLayer::Storage)
+        .collect();
+    assert_eq!(storage.len(), 3);
+    let net = |h: &TimedHop| h.duration_ms - crate::bundle::hops::contained_ms(h, &hops);
+    // The webhook of request u1 ran inside the first storage call.
+    assert!((net(storage[0]) - 5.0).abs() < 1e-6, "{}", net(storage[0]));
+    // The second webhook call (no audit ID) lies inside the second storage call: counted.
+    assert!(
+        (net(storage[1]) - 1100.0).abs() < 1e-6,
+        "{}",
+        net(storage[1])
+    );
+    // It started before the third storage call: not inside it.
+    assert!(
+        (net(storage[2]) - 900.0).abs() < 1e-6,
+        "{}",
+        net(storage[2])
+    );
+}
+
+/// 3a, as a real 1.36 kube-apiserver writes it: the UPDATE's webhook calls are nested traces
+/// *beside* its `GuaranteedUpdate etcd3` (retried once here, a second webhook call), though they
+/// ran inside it — their start times say so. The storage call's own time is the rest.
+#[test]
+fn a_storage_call_is_net_of_the_webhook_calls_beside_it_that_ran_inside_it() {
+    let hops = read(
+        r#"I1207 20:43:40.175679   30670 trace.go:236] Trace[1041028467]: "Patch" accept:*/*,audit-id:6e96957c-2d92-4573-a671-90f8e00f1b5f,client:127.0.0.1,api-group:,api-version:v1,name:item-0,subresource:,namespace:inventory,protocol:HTTP/2.0,resource:configmaps,scope:resource,url:/api/v1/namespaces/inventory/configmaps/item-0,user-agent:unknown,verb:PATCH (07-Dec-2026 20:43:37.756) (total time: 2419ms):
+Trace[1041028467]: ["GuaranteedUpdate etcd3" audit-id:6e96957c-2d92-4573-a671-90f8e00f1b5f,key:/configmaps/inventory/item-0,type:*core.ConfigMap,group:,resource:configmaps 2419ms (20:43:37.756)
+Trace[1041028467]:  ---"About to Encode" 1211ms (20:43:38.967)
+Trace[1041028467]:  ---"About to Encode" 1204ms (20:43:40.174)]
+Trace[1041028467]: ["Call validating webhook" configuration:policy-gate,webhook:updates.policy-gate.example.org,resource:/v1, Resource=configmaps,subresource:,operation:UPDATE,UID:05676a2b-9288-4313-b84c-36da6aa740af 2417ms (20:43:37.757)
+Trace[1041028467]:  ---"Request completed" 1210ms (20:43:38.967)]
+Trace[1041028467]: ["Call validating webhook" configuration:policy-gate,webhook:updates.policy-gate.example.org,resource:/v1, Resource=configmaps,subresource:,operation:UPDATE,UID:0ba84a7d-f4be-4e1d-8536-37671892d52f 1205ms (20:43:38.970)
+Trace[1041028467]:  ---"Request completed" 1203ms (20:43:40.173)]
+Trace[1041028467]: [2.419584506s] [2.419584506s] END
+"#,
+    );
+    assert_eq!(hops.len(), 1);
+    let storage: Vec<f64> = hops[0]
+        .calls()
+        .filter(|c| c.layer() == HopLayer::Storage)
+        .map(|c| c.own_ms())
+        .collect();
+    assert_eq!(storage.len(), 1);
+    assert!(storage[0] < 5.0, "{storage:?}");
+    let webhooks: Vec<f64> = hops[0]
+        .calls()
+        .filter(|c| c.layer() == HopLayer::Admission)
+        .map(|c| c.own_ms())
+        .collect();
+    assert_eq!(webhooks, [2417.0, 1205.0]);
+}

@@ -189,17 +189,7 @@ impl ControlPlane {
 
     fn wait_ready(&mut self) {
         let url = format!("{}/readyz", self.url());
-        let http = self.admin.clone();
-        RUNTIME.block_on(self.kas.wait_until(READY_LIMIT, || {
-            let http = http.clone();
-            let url = url.clone();
-            async move {
-                http.get(&url)
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().is_success())
-            }
-        }));
+        wait_answers_ok(&mut self.kas, &self.admin, url);
     }
 
     /// Stop kube-apiserver and start it again with its flags edited by `edit` (a flag changed the
@@ -326,6 +316,20 @@ impl ControlPlane {
             )
         })
     }
+}
+
+/// Poll `url` with `http` until it answers 2xx, failing with `daemon`'s log when it exits or
+/// [`READY_LIMIT`] passes.
+pub fn wait_answers_ok(daemon: &mut Daemon, http: &reqwest::Client, url: String) {
+    RUNTIME.block_on(daemon.wait_until(READY_LIMIT, || {
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            http.get(&url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    }));
 }
 
 /// Poll `check` with backoff (20 ms up to 500 ms) until it gives a value or `limit` passes.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use base64::Engine;
 
 use super::RUNTIME;
-use super::control_plane::{ControlPlane, Etcd, READY_LIMIT};
+use super::control_plane::{ControlPlane, Etcd, READY_LIMIT, wait_answers_ok};
 use super::pki::{KeyPairFiles, users};
 use crate::util::daemons::{Daemon, free_ports};
 
@@ -102,17 +102,7 @@ impl Extension {
     /// APIService says Available=True.
     pub fn wait_served(&mut self, cp: &ControlPlane) {
         let url = format!("{}/apis/{GROUP_VERSION}", cp.url());
-        let http = cp.admin.clone();
-        RUNTIME.block_on(self.daemon.wait_until(READY_LIMIT, || {
-            let http = http.clone();
-            let url = url.clone();
-            async move {
-                http.get(&url)
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().is_success())
-            }
-        }));
+        wait_answers_ok(&mut self.daemon, &cp.admin, url);
         cp.poll("the APIService turns Available", READY_LIMIT, || {
             (apiservice_available(cp) == Some(true)).then_some(())
         });

@@ -11,6 +11,7 @@ mod admission;
 mod aggregation;
 mod apf;
 mod baseline;
+mod fidelity;
 mod storage;
 mod summaries;
 mod watch;

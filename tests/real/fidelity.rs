@@ -61,3 +61,89 @@ fn converter_steady_under_threshold(assets: &Assets) -> (Scan, Expect) {
     (scan(&cp, &[]), Expect::Healthy)
 }
 on_both!(converter_steady_under_threshold);
+
+/// Every next step and summary of a scan, rendered for real subjects: none may have an empty
+/// interpolation (`kubectl -n  get endpoints  -o wide` for a webhook called by URL).
+fn assert_no_empty_interpolation(s: &Scan) {
+    let mut found = Vec::new();
+    for list in ["verdicts", "problems"] {
+        for v in s.diagnosis[list].as_array().into_iter().flatten() {
+            let summary = v["summary"].as_str().unwrap_or_default();
+            if let Some(why) = crate::engine_rules::empty_interpolation(summary, false) {
+                found.push(format!("summary {summary:?}: {why}"));
+            }
+            for n in v["next"].as_array().into_iter().flatten() {
+                let n = n.as_str().unwrap_or_default();
+                if let Some(why) = crate::engine_rules::empty_interpolation(n, true) {
+                    found.push(format!("next {n:?}: {why}"));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "rendered text with an empty interpolation:\n{}\n{}",
+        found.join("\n"),
+        s.describe()
+    );
+}
+
+/// A fail-open webhook called by URL (`clientConfig.url`, no Service) whose backend is stopped:
+/// its policy is skipped on every create. The verdict's next steps dial the URL, not a Service.
+fn webhook_by_url_refused_fails_open(assets: &Assets) -> (Scan, Expect) {
+    let cp = ControlPlane::start(assets, &[]);
+    let mut backend = Backend::start(&cp.pki.backends_ca, "audit-stamp", &[]);
+    let hook = Hook {
+        mutating: true,
+        configuration: "audit-stamp",
+        name: "stamp.audit.example.org",
+        label: "audited",
+        client: Client::url(&backend),
+        failure_policy: "Ignore",
+        timeout_seconds: 3,
+    };
+    guarded_namespace(&cp, "billing", hook.label);
+    let traffic = configmap_creates(&cp, "billing");
+    install(&cp, &hook, &backend, &traffic);
+    backend.stop();
+    let s = scan(&cp, &[]);
+    assert_no_empty_interpolation(&s);
+    let expect = Expect::Problem {
+        class: "Admission",
+        kind: "MutatingWebhook",
+        name: hook.name.into(),
+        severity: "warning",
+    };
+    (s, expect)
+}
+on_both!(webhook_by_url_refused_fails_open);
+
+/// A CRD whose converter is called by URL, stopped while readers convert: every read of the
+/// other version fails. The next steps dial the URL.
+fn converter_by_url_refused(assets: &Assets) -> (Scan, Expect) {
+    let cp = ControlPlane::start(assets, &[]);
+    let mut backend = Backend::start(&cp.pki.backends_ca, "token-converter", &[]);
+    let crd = Crd {
+        group: "auth.example.io",
+        plural: "tickets",
+        kind: "Ticket",
+        namespace: "helpdesk",
+    };
+    crd.install(&cp, &Client::url(&backend), &backend, 2);
+    let _traffic = crd.readers(&cp, 2);
+    backend.stop();
+    let v2 = format!("{}/item-0", crd.path("v2"));
+    cp.poll("a read of v2 fails", super::SETTLE, || {
+        (cp.raw_get(&v2).0 == 500).then_some(())
+    });
+    let s = scan(&cp, &[]);
+    assert_no_empty_interpolation(&s);
+    let expect = Expect::Problem {
+        class: "Admission",
+        kind: "CustomResourceDefinition",
+        name: crd.name(),
+        severity: "critical",
+    };
+    (s, expect)
+}
+on_both!(converter_by_url_refused);

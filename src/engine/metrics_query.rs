@@ -746,11 +746,20 @@ w_count 10
             window: None,
             families: parse_str(text, &Selection::all()).unwrap(),
         }]);
-        let q = idx.quantile(MetricTarget::Apiserver, &["w".to_string()], &[], 0.99, false);
+        let q = idx.quantile(
+            MetricTarget::Apiserver,
+            &["w".to_string()],
+            &[],
+            0.99,
+            false,
+        );
         assert!(q.value > 0.99, "the interpolation reads {}", q.value);
         assert!((q.proven - 0.6).abs() < 1e-9, "{q:?}");
         let median = idx.quantile(MetricTarget::Apiserver, &["w".to_string()], &[], 0.5, false);
-        assert_eq!(median.proven, median.value, "five of ten lie beyond the median's rank");
+        assert_eq!(
+            median.proven, median.value,
+            "five of ten lie beyond the median's rank"
+        );
     }
 
     #[test]

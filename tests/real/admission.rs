@@ -299,7 +299,13 @@ impl Crd {
 
     /// Install it with its conversion webhook at `client`, create `objects` objects in the
     /// storage version, and wait until a read of the other version converts them.
-    pub(super) fn install(&self, cp: &ControlPlane, client: &Client, backend: &Backend, objects: usize) {
+    pub(super) fn install(
+        &self,
+        cp: &ControlPlane,
+        client: &Client,
+        backend: &Backend,
+        objects: usize,
+    ) {
         let ca = base64::engine::general_purpose::STANDARD.encode(cp.pki.backends_ca.pem());
         let (group, plural, kind) = (self.group, self.plural, self.kind);
         let singular = kind.to_lowercase();

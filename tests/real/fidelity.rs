@@ -147,3 +147,51 @@ fn converter_by_url_refused(assets: &Assets) -> (Scan, Expect) {
     (s, expect)
 }
 on_both!(converter_by_url_refused);
+
+/// What a real kube-apiserver answers for a CRD's non-storage version after its converter
+/// stopped: (a list, a list with `limit`, a GET of one object). A 1.24 converts every read from
+/// etcd, so all three fail; a 1.36 serves lists from a watch cache per version that converted
+/// the objects when it filled (and as they changed), so lists keep answering while a GET (read
+/// from etcd) fails. The reference server's profiles follow this (`refserver_profile`).
+fn reads_after_the_converter_stops(generation: crate::util::k8s::Generation) -> Option<[u16; 3]> {
+    let assets = crate::util::k8s::assets(generation)?;
+    let cp = ControlPlane::start(&assets, &[]);
+    let mut backend = Backend::start(&cp.pki.backends_ca, "crate-converter", &[]);
+    let crd = Crd {
+        group: "cargo.example.com",
+        plural: "crates",
+        kind: "Crate",
+        namespace: "dock",
+    };
+    crd.install(&cp, &Client::url(&backend), &backend, 2);
+    let list = crd.path("v2");
+    assert_eq!(
+        cp.raw_get(&list).0,
+        200,
+        "the list converts while the converter works"
+    );
+    backend.stop();
+    let get = format!("{list}/item-0");
+    cp.poll("a GET of v2 fails", super::SETTLE, || {
+        (cp.raw_get(&get).0 == 500).then_some(())
+    });
+    Some([
+        cp.raw_get(&list).0,
+        cp.raw_get(&format!("{list}?limit=500")).0,
+        cp.raw_get(&get).0,
+    ])
+}
+
+#[test]
+fn converter_stopped_reads_v1_24() {
+    if let Some(got) = reads_after_the_converter_stops(crate::util::k8s::Generation::V1_24) {
+        assert_eq!(got, [500, 500, 500], "(list, list?limit, get)");
+    }
+}
+
+#[test]
+fn converter_stopped_reads_v1_36() {
+    if let Some(got) = reads_after_the_converter_stops(crate::util::k8s::Generation::V1_36) {
+        assert_eq!(got, [200, 200, 500], "(list, list?limit, get)");
+    }
+}

@@ -50,6 +50,10 @@ pub struct State {
     pub observability: Observability,
 }
 
+/// One CRD version's watch cache of converted objects: `namespace/name` → the object's
+/// resourceVersion and its converted form.
+pub type ConvertedCache = HashMap<String, (String, serde_json::Value)>;
+
 /// The objects and the gate that holds faulted storage operations.
 pub struct Storage {
     /// Objects.
@@ -58,7 +62,7 @@ pub struct Storage {
     /// serves lists from it (`group/version/resource` → `namespace/name` → the object's
     /// resourceVersion and its converted form): what a list of that version answers without the
     /// conversion webhook (`conversion::list_to_version`).
-    pub converted_caches: Mutex<HashMap<String, HashMap<String, (String, serde_json::Value)>>>,
+    pub converted_caches: Mutex<HashMap<String, ConvertedCache>>,
     /// Held storage operations wait until this turns true.
     pub release: watch::Sender<bool>,
 }

@@ -396,3 +396,154 @@ fn explain_a_rule_or_a_class() {
     assert_eq!(code, 0);
     assert!(out.lines().count() > 100, "{out}");
 }
+
+/// What a rendered text shows when an interpolation came out empty or did not render: a
+/// command with an empty argument (`kubectl -n  get endpoints `), an empty quoted value, a
+/// `namespace/name` or `host:port` with one side missing, or template residue. `command` says the
+/// text is a next step: its shell comment (after ` #`) is prose and is not read. Prose (a summary,
+/// a comment) may quote evidence verbatim, double spaces and all, so only its words are read.
+pub(crate) fn empty_interpolation(text: &str, command: bool) -> Option<&'static str> {
+    if text.contains("{{") || text.contains("}}") {
+        return Some("template residue");
+    }
+    let code = if command {
+        text.split(" #").next().unwrap_or(text).trim_end()
+    } else {
+        text
+    };
+    if command {
+        if code.contains("  ") {
+            return Some("two spaces: an empty word between them");
+        }
+        if code.starts_with(' ') {
+            return Some("an empty word at the start");
+        }
+        if code.ends_with(" -n") || code.ends_with(" get") || code.ends_with(" --namespace") {
+            return Some("a command cut short");
+        }
+        for bad in ["-n get", "-n -o", "--namespace get", "-n describe"] {
+            if code.contains(bad) {
+                return Some("an empty namespace");
+            }
+        }
+    }
+    for w in code.split_whitespace() {
+        if command && (w == "''" || w == "\"\"") {
+            return Some("an empty quoted value");
+        }
+        let w = w.trim_matches(['\'', '"', '`', ';', ',', '.', '(', ')']);
+        if w == "/" || w.starts_with("/:") {
+            return Some("a namespace/name with a side missing");
+        }
+        if command
+            && w.len() > 1
+            && w.starts_with(':')
+            && w[1..].chars().all(|c| c.is_ascii_digit())
+        {
+            return Some("a host:port without its host");
+        }
+    }
+    for bad in ["<nil>", "=null", " null ", "Service / ", "service / "] {
+        if text.contains(bad) {
+            return Some("an empty or null value");
+        }
+    }
+    None
+}
+
+#[test]
+fn empty_interpolation_detector_knows_the_shapes() {
+    for bad in [
+        "kubectl -n  get endpoints  -o wide",
+        "kubectl -n  get pods -o wide",
+        "kubectl get svc -n  x",
+        "kubectl get crd {{crd.name}}",
+        "openssl s_client -connect :443",
+        "kubectl describe apiservice ''",
+        "kubectl get endpoints / -o yaml",
+        "kubectl -n get pods",
+    ] {
+        assert!(empty_interpolation(bad, true).is_some(), "{bad}");
+    }
+    for good in [
+        "kubectl -n shop get endpoints web -o wide",
+        "kubectl get crd gadgets.example.org -o jsonpath='{.spec.conversion}'",
+        "curl -kv https://127.0.0.1:8443/review",
+        "kubectl get --raw /metrics | grep 'x{name=\"a\"'",
+        "kubectl extpath scan --window 30s   # two scrapes:  the increase",
+    ] {
+        assert_eq!(empty_interpolation(good, true), None, "{good}");
+    }
+    assert!(empty_interpolation("Service / has no endpoints", false).is_some());
+    assert_eq!(
+        empty_interpolation("rejected (e.g. 'MyValue',  or 'my_value'): ok", false),
+        None,
+        "prose quotes evidence verbatim"
+    );
+}
+
+// Every bundled rule's summary, next steps and rules-out reasons, rendered on every input its
+// own test cases (and every other rule's) use: no interpolation may come out empty. A field that
+// is empty for some subjects (a webhook called by URL has no Service) needs a step of its own,
+// not a command with a hole in it.
+#[test]
+fn no_rendered_text_has_an_empty_interpolation() {
+    use std::collections::BTreeSet;
+
+    use extpath::engine::eval::evaluate;
+    use extpath::engine::{Filter, Settings};
+
+    let rules = RuleSet::bundled();
+    let mut inputs: BTreeSet<(std::path::PathBuf, Vec<String>)> = BTreeSet::new();
+    for f in test_files(&repo().join("rules")) {
+        let t = parse_test_file(&f).unwrap_or_else(|e| panic!("{e}"));
+        for c in t.cases {
+            let path = if c.path.is_relative() {
+                repo().join(&c.path)
+            } else {
+                c.path
+            };
+            inputs.insert((path, c.set));
+        }
+    }
+    for e in std::fs::read_dir(repo().join("fixtures/bundles")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "yaml" || x == "json") {
+            inputs.insert((p, Vec::new()));
+        }
+    }
+    let mut found = BTreeSet::new();
+    let mut rendered = 0usize;
+    for (path, set) in &inputs {
+        let Ok(bundle) = load_input(path) else {
+            continue;
+        };
+        let settings = Settings::with_assignments(set).unwrap();
+        let evaluation = evaluate(&bundle, &rules, &settings, &Filter::default());
+        for s in &evaluation.subjects {
+            for h in &s.hits {
+                let id = &rules.rules[h.rule].id;
+                let texts = std::iter::once(("summary", &h.summary))
+                    .chain(h.next.iter().map(|n| ("next", n)))
+                    .chain(h.rules_out.iter().map(|(_, b)| ("rules_out", b)));
+                for (part, text) in texts {
+                    rendered += 1;
+                    if let Some(why) = empty_interpolation(text, part == "next") {
+                        found.insert(format!(
+                            "{id} on {} ({}): {part} {text:?}: {why}",
+                            s.subject,
+                            path.strip_prefix(repo()).unwrap_or(path).display()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(rendered > 1000, "only {rendered} texts rendered");
+    assert!(
+        found.is_empty(),
+        "{} rendered text(s) with an empty interpolation:\n{}",
+        found.len(),
+        found.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}

@@ -478,3 +478,54 @@ fn a_release_without_a_profile_is_refused_at_load_naming_the_line() {
         Some("v1.27.3")
     );
 }
+
+/// Reads of a CRD's non-storage version after its converter stopped, as `tests/real/fidelity.rs`
+/// sees them on real servers: (a list, a list with `limit`, a GET). A 1.24 converts every read
+/// (all fail); a 1.3x serves lists from a watch cache per version, converted when it filled, while
+/// a GET converts on every call (lists answer, the GET fails).
+async fn reads_after_the_converter_stops(version: &str) -> [u16; 3] {
+    let path = repo().join("fixtures/scenarios/admission-conversion-webhook-down.yaml");
+    let mut s = scenario::load(&path).unwrap();
+    s.server.version = Some(version.into());
+    s.traffic.clear();
+    for b in &mut s.backends {
+        b.behaviour.down = false;
+    }
+    let mut server = RefServer::start(
+        s,
+        StartOptions {
+            port: 0,
+            idle: false,
+        },
+    )
+    .await
+    .unwrap();
+    let list = "/apis/stable.example.com/v2/namespaces/default/crontabs";
+    assert_eq!(
+        send(&server, "GET", list, "").await,
+        200,
+        "the list converts"
+    );
+    server.stop_backend("converter").await.unwrap();
+    let got = [
+        send(&server, "GET", list, "").await,
+        send(&server, "GET", &format!("{list}?limit=500"), "").await,
+        send(&server, "GET", &format!("{list}/nightly"), "").await,
+    ];
+    server.shutdown().await;
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_converter_fails_every_read_on_1_24_and_only_gets_on_1_30() {
+    assert_eq!(
+        reads_after_the_converter_stops("v1.24.17").await,
+        [500, 500, 500],
+        "1.24: (list, list?limit, get)"
+    );
+    assert_eq!(
+        reads_after_the_converter_stops("v1.30.14").await,
+        [200, 200, 500],
+        "1.30: (list, list?limit, get)"
+    );
+}

@@ -494,3 +494,35 @@ async fn every_recording_replays_to_the_same_evidence_and_verdicts() {
         "now replayed right, remove from KNOWN_EXCEPTIONS: {fixed:?}"
     );
 }
+
+/// Every kind of probe a collection makes is either served by the replay (the collection makes it
+/// again, and it is not carried) or carried (the collection does not make it): never both, so a
+/// merged collection holds each of extpath's own probes once. Conversion reads of CRDs
+/// (`probes/conversion`) were neither served nor left alone: the list of the storage version came
+/// back twice, the replay's (no item, so no reads after it) beside the carried one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_collection_holds_each_of_its_own_probes_once() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let recording =
+        load_bundle(&repo().join("fixtures/bundles/adm-conversion-probes.yaml")).unwrap();
+    let collected = replay(&recording).await;
+    let mut seen = std::collections::BTreeMap::new();
+    for p in collected
+        .probes
+        .iter()
+        .filter(|p| p.origin.kind == ProbeKind::Probe)
+    {
+        *seen
+            .entry((p.method.clone(), p.path.clone(), p.user.clone()))
+            .or_insert(0) += 1;
+    }
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "probes made twice: {twice:?}");
+    for p in recording.probes.iter() {
+        assert!(
+            seen.contains_key(&(p.method.clone(), p.path.clone(), p.user.clone())),
+            "the recorded {:?} is missing from the replay",
+            p.path
+        );
+    }
+}

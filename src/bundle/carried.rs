@@ -4,13 +4,15 @@
 //! `replay serve --bundle` puts a recording back behind an API server so that `collect` (or kubectl)
 //! can read it again. Most evidence goes back the way it came: objects through the API, metrics at
 //! `/metrics`, health checks at `/readyz` and `/livez`, extpath's own discovery, list and delegation
-//! probes as the answers to the same requests (a delegation probe to its user only). What follows cannot, and is *carried* — written beside the
+//! probes as the answers to the same requests (a delegation probe to its user only), and its reads
+//! of converting CRDs' objects (a read that got no answer, by not answering). What follows cannot, and is *carried* — written beside the
 //! kubeconfig as a bundle, to be merged into the collection:
 //!
 //! * probes a person's client recorded (`origin.kind: client_output`: kubectl, curl, traces) — no
 //!   collection sends them — and extpath probes a collection does not send again (admission
 //!   dry-runs, which need `--probe-admission`; anything but the discovery, list and delegation
-//!   probes of a remote APIService; a second probe of the same path and user);
+//!   probes of a remote APIService and the conversion reads; a second probe of the same path and
+//!   user);
 //! * log findings and timed hops (read from logs), Events (they are served as objects too, but a
 //!   collection only reads the ones
 //!   about what it references) and the APF debug state (`/debug/api_priority_and_fairness`);
@@ -42,7 +44,7 @@ use super::{CertSource, EvidenceBundle, ObjectRef, Probe, Rung, TimeBasis};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Split {
     /// extpath probes answered again: the discovery, list and delegation probes of remote
-    /// APIServices.
+    /// APIServices, and the reads of converting CRDs' objects.
     pub probes: Vec<usize>,
     /// The metrics source served at `/metrics`.
     pub apiserver_metrics: Option<usize>,
@@ -73,6 +75,39 @@ fn remote_target<'b>(bundle: &'b EvidenceBundle, p: &Probe) -> Option<(&'b str, 
     }
     let a = bundle.api_service(&t.name).filter(|a| !a.is_local())?;
     Some((&a.name, discovery_path(&a.group, &a.version)))
+}
+
+/// Whether `p` is one of extpath's reads of a converting CRD's objects (`probes/conversion`): a GET
+/// under the CRD's group, as itself, that got an answer or none within the request timeout.
+pub fn conversion_read(bundle: &EvidenceBundle, p: &Probe) -> bool {
+    let Some(t) = p
+        .target
+        .as_ref()
+        .filter(|t| t.kind == Kind::CustomResourceDefinition)
+    else {
+        return false;
+    };
+    let Some(crd) = bundle
+        .crds
+        .iter()
+        .find(|c| c.name == t.name && c.conversion.webhook.is_some())
+    else {
+        return false;
+    };
+    p.origin.kind == ProbeKind::Probe
+        && p.method.as_deref() == Some("GET")
+        && p.user.is_none()
+        && matches!(p.rung, Some(Rung::Verb | Rung::Conversion))
+        && p.path
+            .as_deref()
+            .is_some_and(|path| path.starts_with(&format!("/apis/{}/", crd.group)))
+        && (p.status.is_some() || p.error.as_deref().is_some_and(timed_out))
+}
+
+/// Whether a probe's error is the collector's own request timeout (`FetchError::Timeout`): no
+/// answer at all, which a replay reproduces by not answering.
+pub fn timed_out(error: &str) -> bool {
+    error.starts_with("no response within")
 }
 
 fn answered(p: &Probe) -> bool {
@@ -151,6 +186,17 @@ pub fn split(bundle: &EvidenceBundle) -> Split {
     }
     s.probes.extend(verbs.into_iter().map(|(i, _)| i));
     s.probes.extend(delegated.into_iter().map(|(i, _)| i));
+    // A collection reads one object of every CRD its conversion webhook converts (the list of the
+    // storage version that names it, the object in that version, then in each other): the first
+    // probe of each path is served, answered or not — one the converter never answered is held
+    // as long as the client waits, so the collection meets the same silence.
+    for (i, p) in bundle.probes.iter().enumerate() {
+        let path = p.path.as_deref().unwrap_or_default();
+        if conversion_read(bundle, p) && !paths.contains(&path) {
+            paths.push(path);
+            s.probes.push(i);
+        }
+    }
     s.probes.sort_unstable();
     let first_metrics = |t: MetricTarget| bundle.metrics.iter().position(|m| m.target == t);
     s.apiserver_metrics = first_metrics(MetricTarget::Apiserver);

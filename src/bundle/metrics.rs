@@ -232,6 +232,9 @@ pub const KNOWN_FAMILIES: &[KnownFamily] = &[
     e("etcd_server_version", G),
     e("etcd_cluster_version", G),
     e("etcd_server_id", G),
+    // etcd's gRPC server (go-grpc-prometheus, every etcd release): the KV calls it refused, by
+    // code — `request is too large` is InvalidArgument, and etcd logs nothing of it.
+    e("grpc_server_handled_total", C),
     // Aggregation: APIService availability (gauge and transitions) and OpenAPI aggregation.
     k("aggregator_unavailable_apiservice", G, "Aggregation"),
     k("aggregator_unavailable_apiservice_total", C, "Aggregation").also(&[(

@@ -196,7 +196,13 @@ fn run_rule(
         rule: index,
         evidence,
         summary: rule.summary.render(ctx),
-        next: rule.next.iter().map(|t| t.render(ctx)).collect(),
+        // A step that renders empty does not apply to this subject (`{{cond ? '…' : ''}}`).
+        next: rule
+            .next
+            .iter()
+            .map(|t| t.render(ctx))
+            .filter(|n| !n.trim().is_empty())
+            .collect(),
         rules_out: rule
             .rules_out
             .iter()

@@ -129,9 +129,11 @@ pub struct HistogramAnswer {
     /// The quantile as far as the buckets prove it, for comparing with a threshold: `value`
     /// when at least one observation lies beyond the rank (`(1 − q) × count ≥ 1`: the rank is
     /// not simply the largest observation, and interpolating inside its bucket reads a
-    /// distribution), else the lower edge of the bucket holding the rank, which is all a handful
-    /// of observations proves (five fsyncs with one in 8–16 ms interpolate to a p99 of 15.6 ms,
-    /// yet prove only > 8 ms). 0 without observations; for `above` queries, `value`.
+    /// distribution), else the largest observation's lower bounds: the lower edge of the bucket
+    /// holding the rank, or the mean when it is higher (no observation set has a maximum below
+    /// its mean). A handful of observations proves no more (five fsyncs with one in 8–16 ms
+    /// interpolate to a p99 of 15.6 ms, yet prove only > 8 ms). 0 without observations; for
+    /// `above` queries, `value`.
     pub proven: f64,
     /// The mean observation in seconds: `_sum` over `_count` in the same basis (0 without
     /// observations or without `_sum`). Exact where a quantile beyond the top bucket is only a
@@ -455,12 +457,18 @@ impl MetricsIndex {
         // On 1.24 the webhook latency histogram tops out at 2.5 s (REFERENCE §3.9): a 10 s timeout
         // reads as "2.5 s" unless the answer says the rank lies beyond the top bucket.
         let beyond_top_bucket = count > 0.0 && top.is_some_and(|b| b.count.0 < q * count);
+        let mean = if count > 0.0 { sum / count } else { 0.0 };
+        // With fewer than 1 / (1 − q) observations the q-quantile's rank is past all but the
+        // largest observation, so the quantile is the largest one — at least the floor of its
+        // bucket, and at least the mean (`_sum` is exact): ten webhook calls of 600 ms each prove
+        // 600 ms, not the 995 ms their bucket's interpolation reads, nor only its 500 ms floor.
         let proven = if (1.0 - q) * count >= 1.0 {
             value
         } else {
             histogram_quantile_floor(q, &buckets)
                 .filter(|v| v.is_finite())
                 .unwrap_or(0.0)
+                .max(mean)
         };
         HistogramAnswer {
             present,
@@ -472,7 +480,7 @@ impl MetricsIndex {
             beyond_top_bucket,
             top_bucket,
             proven,
-            mean: if count > 0.0 { sum / count } else { 0.0 },
+            mean,
             text: quantile_text(count, value, beyond_top_bucket),
         }
     }
@@ -717,6 +725,41 @@ f_count{n=\"many\"} 200
         let many = idx.quantile(MetricTarget::Etcd, &fam, &sel("n", "many"), 0.99, false);
         assert!(many.proven > 0.016, "{many:?}");
         assert_eq!(many.proven, many.value, "observations lie beyond the rank");
+    }
+
+    /// A handful of observations whose exact mean is above their bucket's floor prove the mean:
+    /// ten calls of 600 ms in the 0.5–1 s bucket.
+    #[test]
+    fn proven_is_at_least_the_mean_of_a_handful() {
+        let text = "\
+# TYPE w histogram
+w_bucket{le=\"0.5\"} 0
+w_bucket{le=\"1\"} 10
+w_bucket{le=\"+Inf\"} 10
+w_sum 6
+w_count 10
+";
+        let idx = MetricsIndex::new(&[MetricsSource {
+            target: MetricTarget::Apiserver,
+            origin: "test".into(),
+            scraped_at: None,
+            window: None,
+            families: parse_str(text, &Selection::all()).unwrap(),
+        }]);
+        let q = idx.quantile(
+            MetricTarget::Apiserver,
+            &["w".to_string()],
+            &[],
+            0.99,
+            false,
+        );
+        assert!(q.value > 0.99, "the interpolation reads {}", q.value);
+        assert!((q.proven - 0.6).abs() < 1e-9, "{q:?}");
+        let median = idx.quantile(MetricTarget::Apiserver, &["w".to_string()], &[], 0.5, false);
+        assert_eq!(
+            median.proven, median.value,
+            "five of ten lie beyond the median's rank"
+        );
     }
 
     #[test]

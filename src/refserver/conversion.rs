@@ -16,6 +16,12 @@
 //! `webhookConverter.Convert` does for an `UnstructuredList` (webhook_converter.go); the answer
 //! must carry the request's uid and exactly as many objects as were sent, each with the uid, name,
 //! namespace and kind of the object at its position, or the whole request fails with Go's words.
+//!
+//! On a profile that serves lists from the watch cache (`Profile::lists_from_converted_watch_cache`,
+//! as real 1.3x servers do), a list of a non-storage version answers from that version's cache of
+//! converted objects and calls the webhook only for objects the cache does not hold at their
+//! current resourceVersion; a GET and a write convert on every call. So a list keeps answering
+//! after the converter stops, and a GET fails — what a real v1.36 does.
 
 use std::time::Instant;
 
@@ -384,7 +390,56 @@ pub async fn list_to_version(
     if !def.custom {
         return Ok(items);
     }
-    convert(state, def, items, &def.api_version(), Shape::List).await
+    if !state.profile.lists_from_converted_watch_cache() || def.version == def.storage_version {
+        return convert(state, def, items, &def.api_version(), Shape::List).await;
+    }
+    // The version's watch cache: an object it holds at its current resourceVersion was converted
+    // when the cache filled or the object last changed, and is served as it is; the others are
+    // converted now, in one review, as the cache's fill or its next event would.
+    let cache_key = format!("{}/{}/{}", def.group, def.version, def.resource);
+    let object_key = |o: &Value| {
+        format!(
+            "{}/{}",
+            o.pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            o.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        )
+    };
+    let version_of = |o: &Value| {
+        o.pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut out: Vec<Option<Value>> = Vec::with_capacity(items.len());
+    let mut missing: Vec<(usize, Value)> = Vec::new();
+    {
+        let caches = state.storage.converted_caches.lock().unwrap();
+        let cache = caches.get(&cache_key);
+        for (i, o) in items.into_iter().enumerate() {
+            match cache.and_then(|c| c.get(&object_key(&o))) {
+                Some((rv, converted)) if *rv == version_of(&o) => out.push(Some(converted.clone())),
+                _ => {
+                    out.push(None);
+                    missing.push((i, o));
+                }
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let originals: Vec<Value> = missing.iter().map(|(_, o)| o.clone()).collect();
+        let converted = convert(state, def, originals, &def.api_version(), Shape::List).await?;
+        let mut caches = state.storage.converted_caches.lock().unwrap();
+        let cache = caches.entry(cache_key).or_default();
+        for ((i, original), c) in missing.into_iter().zip(converted) {
+            cache.insert(object_key(&original), (version_of(&original), c.clone()));
+            out[i] = Some(c);
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// Convert an object written at the request's version to the storage version.

@@ -58,6 +58,15 @@ const APF_WAIT_15S_BUCKET_ADDED: u32 = 28;
 /// `etcd_requests_total` and `etcd_request_errors_total` were added by kubernetes PR #117222
 /// (merged 2023-04, 1.28); the 1.24 captures have only `etcd_request_duration_seconds`.
 const ETCD_REQUEST_COUNTERS_ADDED: u32 = 28;
+/// A LIST of a CRD's non-storage version is served from that version's watch cache, whose objects
+/// were converted when it filled (and as they changed), so lists keep answering after the
+/// converter stops while a GET — read from etcd and converted on every call — and a write fail.
+/// Seen on a real v1.36.2 (`tests/real/fidelity.rs`, `converter_stopped_reads_*`; a v1.24 fails
+/// every read). Upstream it comes with ConsistentListFromCache (beta and on by default in 1.31)
+/// and lists served from the cache with `limit` (1.33); a real 1.30 still reads a list without
+/// `resourceVersion` from etcd. It is set at 1.30 because the newest profile stands for the
+/// releases after it too: a recording of a 1.31–1.36 server is served with it.
+const CRD_LISTS_FROM_CONVERTED_WATCH_CACHE: u32 = 30;
 /// The finer latency buckets of `apiserver_request_duration_seconds` (0.005 and 0.025 below 0.05)
 /// and the aligned buckets of `etcd_request_duration_seconds` ("keep consistent with apiserver
 /// metric requestLatencies", kubernetes PR #107042). The 1.24 captures (v1.24.0-alpha.1, a
@@ -297,6 +306,12 @@ impl Profile {
         } else {
             &CRD_CONVERSION_OLD
         }
+    }
+
+    /// Whether a LIST of a CRD's non-storage version is served from a per-version watch cache
+    /// converted when it filled (so it needs no conversion webhook call for objects it holds).
+    pub fn lists_from_converted_watch_cache(&self) -> bool {
+        self.since(CRD_LISTS_FROM_CONVERTED_WATCH_CACHE)
     }
 
     /// Whether `apiserver_conversion_webhook_request_total` and `…_duration_seconds` exist.

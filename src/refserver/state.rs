@@ -9,6 +9,7 @@
 //! part; this module only builds them. The parts never refer back to [`State`]: the modules that
 //! take the whole of it are the request handlers and controllers, above them.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -49,10 +50,19 @@ pub struct State {
     pub observability: Observability,
 }
 
+/// One CRD version's watch cache of converted objects: `namespace/name` → the object's
+/// resourceVersion and its converted form.
+pub type ConvertedCache = HashMap<String, (String, serde_json::Value)>;
+
 /// The objects and the gate that holds faulted storage operations.
 pub struct Storage {
     /// Objects.
     pub store: Store,
+    /// The watch cache of each CRD version that is not the storage version, on a profile that
+    /// serves lists from it (`group/version/resource` → `namespace/name` → the object's
+    /// resourceVersion and its converted form): what a list of that version answers without the
+    /// conversion webhook (`conversion::list_to_version`).
+    pub converted_caches: Mutex<HashMap<String, ConvertedCache>>,
     /// Held storage operations wait until this turns true.
     pub release: watch::Sender<bool>,
 }
@@ -132,6 +142,7 @@ impl State {
             },
             storage: Storage {
                 store: Store::new(scenario.server.watch_history),
+                converted_caches: Mutex::new(HashMap::new()),
                 release,
             },
             apf: Apf::new(scenario.server.server_concurrency_limit, &profile),

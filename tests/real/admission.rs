@@ -20,7 +20,7 @@ use crate::util::k8s::traffic::{Call, Traffic};
 use crate::util::k8s::{Assets, ControlPlane};
 
 /// Where kube-apiserver sends a webhook's reviews.
-enum Client {
+pub(super) enum Client {
     /// `clientConfig.url`: the backend's own address.
     Url { port: u16 },
     /// `clientConfig.service`: an ExternalName Service `namespace/name` pointing at `localhost`
@@ -34,11 +34,11 @@ enum Client {
 }
 
 impl Client {
-    fn url(backend: &Backend) -> Self {
+    pub(super) fn url(backend: &Backend) -> Self {
         Client::Url { port: backend.port }
     }
 
-    fn service(backend: &Backend, namespace: &str, name: &str) -> Self {
+    pub(super) fn service(backend: &Backend, namespace: &str, name: &str) -> Self {
         Client::Service {
             namespace: namespace.into(),
             name: name.into(),
@@ -79,18 +79,18 @@ impl Client {
 
 /// One admission webhook in a configuration of its own, guarding ConfigMap creates in the
 /// namespaces labelled `guard: <label>`.
-struct Hook<'a> {
-    mutating: bool,
-    configuration: &'a str,
-    name: &'a str,
-    label: &'a str,
-    client: Client,
-    failure_policy: &'a str,
-    timeout_seconds: u32,
+pub(super) struct Hook<'a> {
+    pub(super) mutating: bool,
+    pub(super) configuration: &'a str,
+    pub(super) name: &'a str,
+    pub(super) label: &'a str,
+    pub(super) client: Client,
+    pub(super) failure_policy: &'a str,
+    pub(super) timeout_seconds: u32,
 }
 
 impl Hook<'_> {
-    fn kind(&self) -> &'static str {
+    pub(super) fn kind(&self) -> &'static str {
         if self.mutating {
             "MutatingWebhook"
         } else {
@@ -151,14 +151,14 @@ webhooks:
 }
 
 /// A namespace whose ConfigMap creates `label`'s webhooks guard.
-fn guarded_namespace(cp: &ControlPlane, namespace: &str, label: &str) {
+pub(super) fn guarded_namespace(cp: &ControlPlane, namespace: &str, label: &str) {
     cp.apply(&format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}, labels: {{guard: {label}}}}}\n"
     ));
 }
 
 /// Clients creating ConfigMaps in `namespace`.
-fn configmap_creates(cp: &ControlPlane, namespace: &str) -> Traffic {
+pub(super) fn configmap_creates(cp: &ControlPlane, namespace: &str) -> Traffic {
     Traffic::start(
         cp,
         vec![Call::post(
@@ -171,7 +171,7 @@ fn configmap_creates(cp: &ControlPlane, namespace: &str) -> Traffic {
 }
 
 /// Install `hook` and wait until a create through it succeeds (the backend works).
-fn install(cp: &ControlPlane, hook: &Hook, backend: &Backend, traffic: &Traffic) {
+pub(super) fn install(cp: &ControlPlane, hook: &Hook, backend: &Backend, traffic: &Traffic) {
     cp.apply(&hook.yaml(cp));
     cp.poll("a create through the webhook succeeds", SETTLE, || {
         (traffic.count(201) > 0 && backend.calls() > 0).then_some(())
@@ -278,19 +278,19 @@ fn validating_answers_500(assets: &Assets) -> (Scan, Expect) {
 on_both!(validating_answers_500);
 
 /// A CRD served in two versions, stored in `v1`, converted to `v2` by a webhook.
-struct Crd {
-    group: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespace: &'static str,
+pub(super) struct Crd {
+    pub(super) group: &'static str,
+    pub(super) plural: &'static str,
+    pub(super) kind: &'static str,
+    pub(super) namespace: &'static str,
 }
 
 impl Crd {
-    fn name(&self) -> String {
+    pub(super) fn name(&self) -> String {
         format!("{}.{}", self.plural, self.group)
     }
 
-    fn path(&self, version: &str) -> String {
+    pub(super) fn path(&self, version: &str) -> String {
         format!(
             "/apis/{}/{version}/namespaces/{}/{}",
             self.group, self.namespace, self.plural
@@ -299,7 +299,13 @@ impl Crd {
 
     /// Install it with its conversion webhook at `client`, create `objects` objects in the
     /// storage version, and wait until a read of the other version converts them.
-    fn install(&self, cp: &ControlPlane, client: &Client, backend: &Backend, objects: usize) {
+    pub(super) fn install(
+        &self,
+        cp: &ControlPlane,
+        client: &Client,
+        backend: &Backend,
+        objects: usize,
+    ) {
         let ca = base64::engine::general_purpose::STANDARD.encode(cp.pki.backends_ca.pem());
         let (group, plural, kind) = (self.group, self.plural, self.kind);
         let singular = kind.to_lowercase();
@@ -350,7 +356,7 @@ spec:
     /// Clients reading the objects in the other version, as controllers do (every answer needs
     /// the converter: a 1.3x kube-apiserver serves lists of it from a watch cache converted when
     /// it filled, but a GET converts every time).
-    fn readers(&self, cp: &ControlPlane, objects: usize) -> Traffic {
+    pub(super) fn readers(&self, cp: &ControlPlane, objects: usize) -> Traffic {
         let calls = (0..objects)
             .map(|i| Call::get(&format!("{}/item-{i}", self.path("v2"))))
             .collect();

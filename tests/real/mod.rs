@@ -11,6 +11,7 @@ mod admission;
 mod aggregation;
 mod apf;
 mod baseline;
+mod fidelity;
 mod storage;
 mod summaries;
 mod watch;
@@ -23,12 +24,7 @@ use crate::util::k8s::{Assets, ControlPlane, Generation};
 use crate::util::{Files, run};
 
 /// (case, generation) pairs the tool still gets wrong.
-pub(crate) const KNOWN_MISSES: &[(&str, Generation)] = &[
-    // 1.24 counts no failed etcd call (etcd_request_errors_total came in 1.28/1.29) and logs
-    // nothing of `etcdserver: request is too large` at --v=2: a live scan sees only 500s for one
-    // resource, which say nothing of the layer.
-    ("etcd_request_too_large", Generation::V1_24),
-];
+pub(crate) const KNOWN_MISSES: &[(&str, Generation)] = &[];
 
 /// Runs `case` on `generation` when its binaries are there.
 macro_rules! on_both {

@@ -27,7 +27,7 @@ use http::{HeaderValue, Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::recording::Recorded;
-use crate::bundle::carried::discovery_path;
+use crate::bundle::carried::{conversion_read, discovery_path, timed_out};
 use crate::bundle::probes::{ProbeKind, ResponseHeaders};
 use crate::bundle::{ApiService, CertSource, Kind, Probe, StatusBody};
 use crate::refserver::request::RequestInfo;
@@ -154,6 +154,12 @@ pub fn client_made_from(p: &Probe) -> Option<&str> {
 
 /// The response of a recorded outcome.
 async fn give_back(r: &Recorded, p: &Probe, info: &RequestInfo) -> Response<Body> {
+    // No answer within the collector's own request timeout: none now either, for as long as any
+    // client waits.
+    if p.status.is_none() && p.error.as_deref().is_some_and(timed_out) {
+        tokio::time::sleep(MAX_DELAY).await;
+        return ApiError::plain(504, "the recorded request got no answer").into_response();
+    }
     if let Some(ms) = p.latency_ms.filter(|ms| ms.is_finite() && *ms > 0.0) {
         tokio::time::sleep(Duration::from_secs_f64(ms / 1000.0).min(MAX_DELAY)).await;
     }
@@ -168,15 +174,18 @@ async fn give_back(r: &Recorded, p: &Probe, info: &RequestInfo) -> Response<Body
     } else if let Some(b) = &p.body {
         b.clone()
     } else if (200..300).contains(&code) {
-        // A recorded success kept no body: the discovery document is rebuilt, any other success
-        // is an empty list, so a client parses what it expects.
+        // A recorded success kept no body: the discovery document is rebuilt, a converting
+        // CRD's list names the object the recorded reads went on to, any other success is an
+        // empty list, so a client parses what it expects.
         match remote(r, info) {
             Some(a) if info.path.trim_end_matches('/') == discovery_path(&a.group, &a.version) => {
                 resource_list(r, a).to_string()
             }
-            _ => {
-                json!({"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []}).to_string()
-            }
+            _ => conversion_list(r, p, info)
+                .unwrap_or_else(
+                    || json!({"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []}),
+                )
+                .to_string(),
         }
     } else {
         String::new()
@@ -192,6 +201,47 @@ async fn give_back(r: &Recorded, p: &Probe, info: &RequestInfo) -> Response<Body
     }
     put_headers(&mut resp, &p.headers);
     resp
+}
+
+/// The list of a converting CRD's resource that extpath's conversion reads began with: one item,
+/// the object the recording's next reads of the same CRD fetched (`…/namespaces/NS/PLURAL/NAME`
+/// or `…/PLURAL/NAME`), or none when they fetched nothing. `None` when `p` is no such list.
+fn conversion_list(r: &Recorded, p: &Probe, info: &RequestInfo) -> Option<Value> {
+    let target = p.target.as_ref()?;
+    if !conversion_read(&r.bundle, p) || !info.path.ends_with(&format!("/{}", info.resource)) {
+        return None;
+    }
+    let crd = r.bundle.crds.iter().find(|c| c.name == target.name)?;
+    let api_version = format!("{}/{}", info.group, info.version);
+    let object = r
+        .split
+        .probes
+        .iter()
+        .map(|&i| &r.bundle.probes[i])
+        .filter(|q| q.target.as_ref() == Some(target))
+        .filter_map(|q| q.path.as_deref())
+        .find_map(|path| {
+            let rest = path.strip_prefix(&format!("/apis/{}/", crd.group))?;
+            let (_, rest) = rest.split_once('/')?;
+            let (namespace, rest) = match rest.strip_prefix("namespaces/") {
+                Some(r) => r.split_once('/')?,
+                None => ("", rest),
+            };
+            let name = rest.strip_prefix(&format!("{}/", crd.plural))?;
+            (!name.is_empty() && !name.contains(['/', '?'])).then(|| {
+                let mut meta = json!({"name": name});
+                if !namespace.is_empty() {
+                    meta["namespace"] = json!(namespace);
+                }
+                json!({"apiVersion": api_version, "kind": crd.kind, "metadata": meta})
+            })
+        });
+    Some(json!({
+        "kind": format!("{}List", crd.kind),
+        "apiVersion": api_version,
+        "metadata": {},
+        "items": object.into_iter().collect::<Vec<_>>(),
+    }))
 }
 
 /// The recorded x509 failure of the served chain of `a`, if its verification failed.

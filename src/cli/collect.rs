@@ -65,7 +65,7 @@ pub struct CollectFlags {
     /// known error lines (needs `get` on pods/log, which deploy/rbac.yaml does not grant).
     #[arg(long)]
     pub pod_logs: bool,
-    /// Do not list one resource of each aggregated group/version after its discovery answers
+    /// Do not list the resources of each aggregated group/version after its discovery answers
     /// (the least-privilege ClusterRole in deploy/rbac.yaml does not allow those lists).
     #[arg(long)]
     pub skip_list_probe: bool,

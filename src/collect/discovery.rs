@@ -1,6 +1,7 @@
 //! Probes through the API server: the discovery rung of every aggregated group/version, a list of
-//! one resource it serves and the delegation probe ([`super::delegation`]) once discovery
-//! answered, and (only on request) server-side dry-run writes through webhooks.
+//! each resource it serves (up to [`LIST_PROBES_PER_GROUP_VERSION`]) and the delegation probe
+//! ([`super::delegation`]) once discovery answered, and (only on request) server-side dry-run
+//! writes through webhooks.
 //!
 //! These are the requests a user's client would make, sent through kube-apiserver so that the
 //! aggregator really proxies them with real TLS — the only way to see what `Available=True` hides
@@ -81,20 +82,34 @@ pub fn document_group_version(body: &[u8]) -> String {
         .unwrap_or_default()
 }
 
-/// The first resource of an APIResourceList that can be listed (not a subresource).
+/// How many resources of one aggregated group/version the list probe lists, at most.
+///
+/// An extension server keeps each resource in storage of its own (a key prefix, a table, a cloud
+/// API): one object of one resource that no longer decodes, or one backend that is down, fails
+/// that resource's lists and nothing else — so listing only the first resource of a group missed
+/// a failure users of the second one met on every request. The bound keeps a group that serves
+/// hundreds of resources (external metrics) from costing hundreds of requests per scan.
+pub const LIST_PROBES_PER_GROUP_VERSION: usize = 8;
+
+/// The resources of an APIResourceList that can be listed (not subresources), in the document's
+/// order, at most [`LIST_PROBES_PER_GROUP_VERSION`].
 // Subresources appear in the same list as `<resource>/<sub>` (`flunders/status`) and cannot be
 // listed on their own.
-pub fn listable_resource(doc: &Value) -> Option<String> {
-    doc.get("resources")?
-        .as_array()?
-        .iter()
-        .find(|r| {
+pub fn listable_resources(doc: &Value) -> Vec<String> {
+    doc.get("resources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| {
             let name = r.get("name").and_then(Value::as_str).unwrap_or("/");
             let verbs = r.get("verbs").and_then(Value::as_array);
-            !name.contains('/')
+            !name.is_empty()
+                && !name.contains('/')
                 && verbs.is_some_and(|v| v.iter().any(|x| x.as_str() == Some("list")))
         })
-        .and_then(|r| r.get("name")?.as_str().map(str::to_string))
+        .filter_map(|r| r.get("name")?.as_str().map(str::to_string))
+        .take(LIST_PROBES_PER_GROUP_VERSION)
+        .collect()
 }
 
 /// Which probes follow a successful discovery probe.
@@ -143,36 +158,34 @@ pub async fn probe_all(
             if !answered {
                 return (probes, gaps);
             }
-            let resource = match &res {
+            let resources = match &res {
                 Ok(r) if follow.list => serde_json::from_slice::<Value>(&r.body)
                     .ok()
                     .as_ref()
-                    .and_then(listable_resource),
-                _ => None,
+                    .map(listable_resources)
+                    .unwrap_or_default(),
+                _ => Vec::new(),
             };
-            let list = async {
-                let resource = resource?;
-                // A list reaches the extension server's handler, its authorization and its storage,
-                // which a discovery document never does; limit=1 keeps that cheap on a server with
-                // many objects.
-                let list_path = format!("{path}/{resource}?limit=1");
-                let res = match tokio::time::timeout_at(
-                    deadline,
-                    f.request(http::Method::GET, &list_path, None),
-                )
-                .await
-                {
-                    Ok(r) => r,
-                    Err(_) => Err(FetchError::Timeout(f.request_timeout())),
-                };
-                Some(probe_from(
-                    "GET",
-                    &list_path,
-                    Rung::Verb,
-                    owner.clone(),
-                    &res,
-                ))
-            };
+            let list = futures::future::join_all(resources.into_iter().map(|resource| {
+                let owner = owner.clone();
+                let path = &path;
+                async move {
+                    // A list reaches the extension server's handler, its authorization and its
+                    // storage, which a discovery document never does; limit=1 keeps that cheap on
+                    // a server with many objects.
+                    let list_path = format!("{path}/{resource}?limit=1");
+                    let res = match tokio::time::timeout_at(
+                        deadline,
+                        f.request(http::Method::GET, &list_path, None),
+                    )
+                    .await
+                    {
+                        Ok(r) => r,
+                        Err(_) => Err(FetchError::Timeout(f.request_timeout())),
+                    };
+                    probe_from("GET", &list_path, Rung::Verb, owner, &res)
+                }
+            }));
             let delegation = async {
                 if follow.delegation {
                     Some(super::delegation::probe(f, owner.clone(), &path, deadline).await)
@@ -181,15 +194,20 @@ pub async fn probe_all(
                 }
             };
             let (list, delegation) = tokio::join!(list, delegation);
-            if let Some(probe) = list {
+            let mut denied = Vec::new();
+            for probe in list {
                 match own_permission_denied(&probe) {
-                    Some(why) => gaps.push(Gap::new(
-                        format!("probes/verb/{owner}"),
-                        GapReason::Forbidden,
-                        why,
-                    )),
+                    Some(why) => denied.push(why),
                     None => probes.push(probe),
                 }
+            }
+            // One gap per APIService, as before: the same missing permission for each resource.
+            if let Some(why) = denied.first() {
+                gaps.push(Gap::new(
+                    format!("probes/verb/{owner}"),
+                    GapReason::Forbidden,
+                    why.clone(),
+                ));
             }
             match delegation {
                 Some(super::delegation::Outcome::Observed(p)) => probes.push(*p),
@@ -363,13 +381,22 @@ mod tests {
     use crate::bundle::{LabelSelector, WebhookRule};
 
     #[test]
-    fn the_list_probe_picks_a_listable_top_level_resource() {
+    fn the_list_probe_lists_every_listable_top_level_resource() {
         let doc = serde_json::json!({"resources": [
             {"name": "flunders/status", "verbs": ["get"]},
             {"name": "fischers", "verbs": ["get"]},
-            {"name": "flunders", "verbs": ["get", "list", "watch"]}
+            {"name": "flunders", "verbs": ["get", "list", "watch"]},
+            {"name": "fischers", "verbs": ["list"]}
         ]});
-        assert_eq!(listable_resource(&doc).as_deref(), Some("flunders"));
+        assert_eq!(listable_resources(&doc), ["flunders", "fischers"]);
+        let many: Vec<Value> = (0..20)
+            .map(|i| serde_json::json!({"name": format!("r{i}"), "verbs": ["list"]}))
+            .collect();
+        assert_eq!(
+            listable_resources(&serde_json::json!({ "resources": many })).len(),
+            LIST_PROBES_PER_GROUP_VERSION
+        );
+        assert!(listable_resources(&serde_json::json!({"kind": "Status"})).is_empty());
         assert_eq!(discovery_path("", "v1"), "/api/v1");
         let gv = br#"{"kind":"APIResourceList","groupVersion":"a.io/v1","resources":[]}"#;
         assert_eq!(document_group_version(gv), "a.io/v1");

@@ -16,7 +16,7 @@
 //!    health and alarms; beside them the first `/metrics` scrape, or Prometheus.
 //! 2. For what stage one referenced: the Services, Endpoints and EndpointSlices behind each backend,
 //!    Events in their namespaces, the discovery probe of every aggregated group/version (and, once
-//!    it answered, a list of one resource it serves and the [`delegation`] probe), optional
+//!    it answered, a list of each resource it serves and the [`delegation`] probe), optional
 //!    admission dry-run probes.
 //! 3. Pods behind those Services (selectors come from stage two; then, with `--pod-logs`, their
 //!    logs) and the TLS handshake with every reachable backend ([`tls`]).
@@ -82,7 +82,8 @@ pub struct CollectOptions {
     pub probe_admission: bool,
     /// `--pod-logs`: read the known error lines of the logs of the Pods behind the extension paths.
     pub pod_logs: bool,
-    /// After a discovery probe answers, list one resource of the group/version (off with
+    /// After a discovery probe answers, list each resource of the group/version (up to
+    /// [`discovery::LIST_PROBES_PER_GROUP_VERSION`]; off with
     /// `--skip-list-probe`: the least-privilege ClusterRole does not grant lists of aggregated
     /// resources).
     pub list_probe: bool,

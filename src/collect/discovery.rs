@@ -22,12 +22,24 @@ use crate::bundle::{
 
 const IN_FLIGHT: usize = 64;
 
-/// A probe record from a response.
+/// A probe record from a response, concerning `target`.
 pub fn probe_from(
     method: &str,
     path: &str,
     rung: Rung,
     target: ObjectRef,
+    res: &Result<Response, FetchError>,
+) -> Probe {
+    let mut p = probe_record(method, path, rung, res);
+    p.target = Some(target);
+    p
+}
+
+/// A probe record from a response, concerning no object (kube-apiserver's own filters).
+pub fn probe_record(
+    method: &str,
+    path: &str,
+    rung: Rung,
     res: &Result<Response, FetchError>,
 ) -> Probe {
     let mut p = Probe::new(ProbeOrigin {
@@ -38,7 +50,6 @@ pub fn probe_from(
     p.method = Some(method.to_string());
     p.path = Some(path.to_string());
     p.rung = Some(rung);
-    p.target = Some(target);
     p.at = Some(jiff::Timestamp::now());
     match res {
         Ok(r) => {

@@ -34,8 +34,8 @@ use super::metrics::prometheus::{self, Prometheus};
 use super::metrics::window::{self, Round};
 use super::refs::References;
 use super::{
-    CollectOptions, FetchError, Fetcher, Progress, discovery, flowcontrol, health, logs, objects,
-    rbac, tls,
+    CollectOptions, FetchError, Fetcher, Progress, authorizer, discovery, flowcontrol, health,
+    logs, objects, rbac, tls,
 };
 use crate::bundle::{EvidenceBundle, Gap, Probe};
 
@@ -233,6 +233,15 @@ pub static SOURCES: &[Source] = &[
         asks: Asks::ApiServer,
         deadline: Deadline::Own,
         stage: Stage::Referenced(discovery::probes),
+    },
+    Source {
+        id: authorizer::GAP_SOURCE,
+        what: None,
+        runs: |o| o.authorizer_probe,
+        after: None,
+        asks: Asks::ApiServer,
+        deadline: Deadline::Own,
+        stage: Stage::Referenced(authorizer::probes),
     },
     Source {
         id: "probes/admission",

@@ -389,6 +389,12 @@ pub struct Probe {
     /// question too, not only a failure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reproduced: bool,
+    /// The address the client dialled, `host:port` (`127.0.0.1:9443`, `hook.ns.svc:443`), when
+    /// its output says so — curl's `-v` notes (`Failed to connect to <host> port <port>`,
+    /// `Connected to <host> (<ip>) port <port>`, `Trying <ip>:<port>`). What ties a dial of a
+    /// backend's own address to the webhook or CRD conversion webhook served there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
     /// The admission webhooks this write is sent to, as extpath matched them the way the API
     /// server does (rules, namespace and object selectors): `kind` `ValidatingWebhook` or
     /// `MutatingWebhook`, `name` the webhook's `webhooks[].name`. Webhooks whose call could not
@@ -431,6 +437,7 @@ impl Probe {
             at: None,
             discovery_group_version: None,
             reproduced: false,
+            address: None,
             admitted_by: Vec::new(),
         }
     }

@@ -138,6 +138,7 @@ pub async fn probe_all(
     f: &Fetcher,
     bundle: &EvidenceBundle,
     follow: FollowUps,
+    own_user: Option<&str>,
     deadline: Instant,
 ) -> (Vec<Probe>, Vec<Gap>) {
     let remote: Vec<(String, String, String)> = bundle
@@ -206,10 +207,17 @@ pub async fn probe_all(
             };
             let (list, delegation) = tokio::join!(list, delegation);
             let mut denied = Vec::new();
-            for probe in list {
-                match own_permission_denied(&probe) {
+            for mut probe in list {
+                match own_permission_denied(&probe, own_user) {
                     Some(why) => denied.push(why),
-                    None => probes.push(probe),
+                    None => {
+                        // A refusal of another user than the sender: say who sent it, which is
+                        // what tells the two apart for the rules.
+                        if refuses_another_user(&probe, own_user) {
+                            probe.user = own_user.map(str::to_string);
+                        }
+                        probes.push(probe)
+                    }
                 }
             }
             // One gap per APIService, as before: the same missing permission for each resource.
@@ -244,15 +252,33 @@ pub async fn probe_all(
 /// A 403 on the verb probe that only says the collector itself may not list the resource (the
 /// least-privilege ClusterRole does not grant it) is a gap, not evidence. A 403 naming
 /// `system:anonymous` is kept: that is the extension server not trusting the front-proxy identity.
-pub fn own_permission_denied(p: &Probe) -> Option<String> {
+/// So is one naming another user than the collector's own (`own_user`, when its credentials say
+/// it): kube-apiserver authorizes the sender, so only the extension server can have refused
+/// somebody else — it does not see the user the aggregator proxies for (its request-header
+/// authenticator rejected the proxy's certificate and another authenticator took the request).
+pub fn own_permission_denied(p: &Probe, own_user: Option<&str>) -> Option<String> {
     let s = p.status_body.as_ref()?;
     if p.status != Some(403) || s.reason != "Forbidden" {
         return None;
     }
-    if s.message.contains("User \"system:anonymous\"") {
+    if s.message.contains("User \"system:anonymous\"") || refuses_another_user(p, own_user) {
         return None;
     }
     Some(format!("the collector may not list it: {}", s.message))
+}
+
+/// The user a 403 `Status` names (`… is forbidden: User "NAME" cannot …`).
+fn refused_user(p: &Probe) -> Option<&str> {
+    let m = &p.status_body.as_ref()?.message;
+    let rest = &m[m.find("User \"")? + "User \"".len()..];
+    Some(&rest[..rest.find('"')?])
+}
+
+/// A 403 naming a user other than the collector's own, known one.
+fn refuses_another_user(p: &Probe, own_user: Option<&str>) -> bool {
+    p.status == Some(403)
+        && own_user
+            .is_some_and(|own| refused_user(p).is_some_and(|u| u != own && u != "system:anonymous"))
 }
 
 /// A harmless object a webhook's rules match, and where to create it: a ConfigMap, when the webhook
@@ -358,7 +384,14 @@ pub(super) fn probes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture
             list: run.opts.list_probe,
             delegation: run.opts.delegation_probe,
         };
-        let (probes, gaps) = probe_all(&run.fetcher, found.bundle, follow, run.deadline).await;
+        let (probes, gaps) = probe_all(
+            &run.fetcher,
+            found.bundle,
+            follow,
+            run.own_user.as_deref(),
+            run.deadline,
+        )
+        .await;
         Ok(Contribution {
             gaps,
             probes,
@@ -413,6 +446,39 @@ mod tests {
         assert_eq!(document_group_version(gv), "a.io/v1");
         assert_eq!(document_group_version(b"{\"kind\":\"Status\"}"), "");
         assert_eq!(document_group_version(b"service unavailable"), "");
+    }
+
+    #[test]
+    fn a_refusal_of_another_user_than_the_sender_is_evidence_not_a_gap() {
+        let refused = |user: &str| {
+            let mut p = Probe::new(ProbeOrigin {
+                kind: ProbeKind::Probe,
+                tool: ClientTool::Extpath,
+                files: Vec::new(),
+            });
+            p.status = Some(403);
+            p.status_body = Some(crate::bundle::StatusBody {
+                message: format!(
+                    "fischers.wardle.example.com is forbidden: User \"{user}\" cannot list resource \"fischers\" in API group \"wardle.example.com\" at the cluster scope"
+                ),
+                reason: "Forbidden".into(),
+                ..Default::default()
+            });
+            p
+        };
+        // The collector's own missing permission, or a sender the credentials do not name: a gap.
+        assert!(own_permission_denied(&refused("gate"), Some("gate")).is_some());
+        assert!(own_permission_denied(&refused("front-proxy-client"), None).is_some());
+        // The extension refusing the proxy certificate's own name: evidence.
+        let other = refused("front-proxy-client");
+        assert!(own_permission_denied(&other, Some("extpath-test-admin")).is_none());
+        assert!(refuses_another_user(&other, Some("extpath-test-admin")));
+        // Anonymous is kept whoever sent it, by the older rule.
+        assert!(own_permission_denied(&refused("system:anonymous"), None).is_none());
+        assert!(!refuses_another_user(
+            &refused("system:anonymous"),
+            Some("admin")
+        ));
     }
 
     #[test]

@@ -347,6 +347,9 @@ pub struct Run<'a> {
     pub etcd: Option<Etcd>,
     /// Prometheus, with `--prometheus`.
     pub prometheus: Option<Prometheus>,
+    /// The user name the collection's requests are authenticated as, when its credentials say it
+    /// (`connect::credential_user`).
+    pub own_user: Option<String>,
     total: AtomicU64,
     first_round: Mutex<Option<Round>>,
     first_scrape: OnceLock<FirstScrape>,
@@ -374,6 +377,7 @@ impl<'a> Run<'a> {
             server,
             etcd,
             prometheus,
+            own_user: None,
             total: AtomicU64::new(0),
             first_round: Mutex::new(None),
             first_scrape: OnceLock::new(),

@@ -8,7 +8,9 @@
 //! makes it fail until the entry is removed — the list only shrinks.
 
 mod aggregation;
+mod auth;
 mod baseline;
+mod out_of_scope;
 
 use std::time::Duration;
 
@@ -171,6 +173,24 @@ pub(crate) fn scan(cp: &ControlPlane, args: &[&str]) -> Scan {
     let diagnosis = serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
         panic!(
             "scan printed no diagnosis ({e}), exit {}:\n{}",
+            r.code, r.stderr
+        )
+    });
+    Scan {
+        code: r.code,
+        diagnosis,
+        stderr: r.stderr,
+    }
+}
+
+/// `analyze --raw DIR -o json`: the files an on-call engineer saved.
+pub(crate) fn analyze_raw(dir: &std::path::Path) -> Scan {
+    let home = Files::new();
+    let d = dir.display().to_string();
+    let r = run(home.path(), &["analyze", "--raw", &d, "-o", "json"], &[]);
+    let diagnosis = serde_json::from_str(&r.stdout).unwrap_or_else(|e| {
+        panic!(
+            "analyze --raw printed no diagnosis ({e}), exit {}:\n{}",
             r.code, r.stderr
         )
     });

@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Expect, SETTLE, Scan, on_both, scan};
-use crate::util::k8s::extension::{APISERVICE, Extension, GROUP_VERSION, Placement};
+use crate::util::k8s::extension::{
+    APISERVICE, Extension, GROUP_VERSION, Placement, apiservice_available,
+};
 use crate::util::k8s::pki::{KeyPairFiles, users, valid_now};
 use crate::util::k8s::{Assets, ControlPlane};
 use extpath::pki::generate::{LeafSpec, Validity};
@@ -127,6 +129,12 @@ fn restart_with_proxy_client(cp: &mut ControlPlane, pair: &KeyPairFiles, discove
     });
     if discovery_fails {
         wait_discovery_fails(cp);
+        // Settled, as an on-call finds it: 1.36's aggregator refuses to proxy (503 `service
+        // unavailable`) as soon as its availability check failed, before the condition is
+        // written; a scan in that moment sees Available=True and 503s, which is Aggregation's.
+        cp.poll("the APIService turns unavailable", SETTLE, || {
+            (apiservice_available(cp) == Some(false)).then_some(())
+        });
     }
 }
 

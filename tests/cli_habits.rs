@@ -294,7 +294,7 @@ fn replay_serve_removes_its_admin_kubeconfig_when_stopped() {
 
 /// What the krew caveats promise is what a collection sends: GET (lists and watches are GETs), a
 /// server-side dry-run POST only with --probe-admission, and impersonation only as the delegation
-/// probe's user.
+/// and authorizer probes' users.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_collection_sends_what_the_caveats_say() {
     use crate::util::{Files, run, start};
@@ -345,7 +345,10 @@ async fn a_collection_sends_what_the_caveats_say() {
                 other => panic!("{scenario}: {other} {}", q.path),
             }
             assert!(
-                q.user == "admin" || q.user == "extpath:delegation-probe",
+                q.user == "admin"
+                    || q.user == "extpath:delegation-probe"
+                    || (q.user == "extpath:authorizer-probe"
+                        && q.path == "/api/v1/namespaces/extpath-authorizer-probe"),
                 "{scenario}: sent as {} to {}",
                 q.user,
                 q.path
@@ -356,6 +359,11 @@ async fn a_collection_sends_what_the_caveats_say() {
                 sent.iter()
                     .any(|q| q.user == "extpath:delegation-probe" && q.method == "GET"),
                 "the delegation probe impersonates by default"
+            );
+            assert!(
+                sent.iter()
+                    .any(|q| q.user == "extpath:authorizer-probe" && q.method == "GET"),
+                "the authorizer probe impersonates by default"
             );
         }
         server.shutdown().await;

@@ -68,6 +68,7 @@ fn the_caveats_say_what_is_sent_and_how_to_install_the_shim() {
         "GET, LIST and WATCH",
         "impersonating an ordinary user",
         "Impersonate-User: extpath:delegation-probe",
+        "Impersonate-User: extpath:authorizer-probe",
         "--skip-delegation-probe",
         "--probe-admission",
         "dry-run",
@@ -86,6 +87,8 @@ fn the_caveats_say_what_is_sent_and_how_to_install_the_shim() {
     // What the caveats promise is what the collection's own documentation says it sends.
     let probe = std::fs::read_to_string(repo().join("src/collect/delegation.rs")).unwrap();
     assert!(probe.contains("extpath:delegation-probe"));
+    let probe = std::fs::read_to_string(repo().join("src/collect/authorizer.rs")).unwrap();
+    assert!(probe.contains("extpath:authorizer-probe"));
 }
 
 #[test]

@@ -145,8 +145,10 @@ pub fn split(bundle: &EvidenceBundle) -> Split {
                 && p.status.is_some_and(|c| (200..300).contains(&c))
         })
     };
-    // A collection lists one resource per APIService after its discovery: the first list probe of
-    // each is served.
+    // A collection lists the resources of each APIService after its discovery: every list probe
+    // of a distinct path is served — except one that records whom it was sent as (`user`: a 403
+    // the extension gave somebody else), which is carried, since a replay's collection is sent as
+    // somebody else.
     let mut verbs: Vec<(usize, &str)> = Vec::new();
     for (i, p) in bundle.probes.iter().enumerate() {
         let Some((name, discovery)) = remote_target(bundle, p) else {
@@ -159,9 +161,9 @@ pub fn split(bundle: &EvidenceBundle) -> Split {
         if answered(p)
             && p.rung == Some(Rung::Verb)
             && resource.is_some_and(|r| !r.is_empty() && !r.contains('/'))
+            && p.user.is_none()
             && discovered_ok(name)
             && !paths.contains(&path)
-            && !verbs.iter().any(|(_, n)| *n == name)
         {
             paths.push(path);
             verbs.push((i, name));

@@ -65,16 +65,18 @@ pub struct CollectFlags {
     /// known error lines (needs `get` on pods/log, which deploy/rbac.yaml does not grant).
     #[arg(long)]
     pub pod_logs: bool,
-    /// Do not list one resource of each aggregated group/version after its discovery answers,
+    /// Do not list the resources of each aggregated group/version after its discovery answers,
     /// nor read one object of each CRD through its conversion webhook (the least-privilege
     /// ClusterRole in deploy/rbac.yaml does not allow those reads).
     #[arg(long)]
     pub skip_list_probe: bool,
-    /// Do not send each aggregated group/version's discovery request again as an ordinary
-    /// authenticated user (`extpath:delegation-probe`, group `system:authenticated`), which finds an
-    /// extension server whose delegated authorization fails for everyone outside system:masters
-    /// before a user does. It needs `impersonate` on users and groups (not in deploy/rbac.yaml:
-    /// without it the probe is a gap); it is not sent when --as is given.
+    /// Do not send the two probes that impersonate an ordinary user: each aggregated
+    /// group/version's discovery request again as `extpath:delegation-probe` (group
+    /// `system:authenticated`), which finds an extension server whose delegated authorization fails
+    /// for everyone outside system:masters before a user does, and one read RBAC does not allow as
+    /// `extpath:authorizer-probe`, which finds an authorization webhook after RBAC that fails. They
+    /// need `impersonate` on those two users and that group (deploy/rbac.yaml grants exactly that;
+    /// without it each probe is a gap); they are not sent when --as is given.
     #[arg(long)]
     pub skip_delegation_probe: bool,
     /// etcd's /metrics URL (the client URL `https://HOST:2379`, or a `--listen-metrics-urls`
@@ -262,6 +264,7 @@ impl CollectFlags {
             list_probe: !self.skip_list_probe,
             // Impersonation does not chain: a collection sent --as some user cannot be someone else.
             delegation_probe: !self.skip_delegation_probe && kube.as_user.is_none(),
+            authorizer_probe: !self.skip_delegation_probe && kube.as_user.is_none(),
             namespace: namespace.to_string(),
             etcd: self.etcd_metrics_url.as_ref().map(|url| EtcdOptions {
                 metrics_url: url.clone(),

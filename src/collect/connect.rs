@@ -72,6 +72,60 @@ pub struct Connection {
     /// Who the requests are sent as, in words for messages: `user "admin"`, `user "alice"
     /// (impersonated)`, `the pod's service account`.
     pub identity: String,
+    /// The user name kube-apiserver authenticates the requests as, when the credentials
+    /// themselves say it ([`credential_user`]); `None` when only the server knows (an exec
+    /// plugin's or OIDC token, a static token).
+    pub user: Option<String>,
+}
+
+/// The user name these credentials are authenticated as, when they say it themselves: the user
+/// impersonated (`--as`), else a client certificate's common name (the x509 authenticator's user
+/// name), else a service account token's `sub` (`system:serviceaccount:NS:NAME`, the JWT claim the
+/// service-account authenticator maps to the user name; read, not verified). Used to tell a 403 for
+/// the sender from one for somebody else.
+pub fn credential_user(
+    config: &kube::Config,
+    impersonate: Option<&str>,
+    token: Option<&str>,
+) -> Option<String> {
+    use base64::Engine;
+    if let Some(u) = impersonate {
+        return Some(u.to_string());
+    }
+    let a = &config.auth_info;
+    let pem = match (&a.client_certificate_data, &a.client_certificate) {
+        (Some(data), _) => base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .ok(),
+        (None, Some(path)) => std::fs::read(path).ok(),
+        (None, None) => None,
+    };
+    if let Some(cn) = pem
+        .as_deref()
+        .and_then(|p| crate::pki::decode_pem(p).ok())
+        .and_then(|certs| certs.into_iter().next())
+        .and_then(|(info, _)| info.common_name)
+    {
+        return Some(cn);
+    }
+    let token = match token {
+        Some(t) => Some(t.to_string()),
+        None => a
+            .token_file
+            .as_ref()
+            .and_then(|f| std::fs::read_to_string(f).ok()),
+    }?;
+    let payload = token.trim().split('.').nth(1)?;
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload.trim_end_matches('='))
+            .ok()?,
+    )
+    .ok()?;
+    claims["sub"]
+        .as_str()
+        .filter(|s| s.starts_with("system:serviceaccount:"))
+        .map(str::to_string)
 }
 
 /// Why a client could not be configured. These are input errors (exit 2), not unreachable clusters.
@@ -347,6 +401,7 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> 
         .trim_end_matches('/')
         .to_string();
     let namespace = config.default_namespace.clone();
+    let user = credential_user(&config, opts.impersonate.as_deref(), opts.token.as_deref());
     let client =
         kube::Client::try_from(config.clone()).map_err(|e| ConnectError::Client(e.to_string()))?;
     Ok(Connection {
@@ -356,5 +411,55 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, ConnectError> 
         namespace,
         config,
         identity,
+        user,
     })
+}
+
+#[cfg(test)]
+mod credential_tests {
+    use super::credential_user;
+    use base64::Engine;
+
+    fn config() -> kube::Config {
+        kube::Config::new("https://127.0.0.1:6443".parse().unwrap())
+    }
+
+    #[test]
+    fn the_credentials_name_their_user_when_they_can() {
+        // --as wins: kube-apiserver authorizes the impersonated user.
+        assert_eq!(
+            credential_user(&config(), Some("alice"), None).as_deref(),
+            Some("alice")
+        );
+        // A client certificate: its common name.
+        let ca = crate::pki::generate::TestCa::new(
+            "ca",
+            crate::pki::generate::Validity::around(jiff::Timestamp::now(), 1, 1),
+        )
+        .unwrap();
+        let leaf = ca
+            .issue(&crate::pki::generate::LeafSpec::client(
+                "extpath-test-admin",
+                &["system:masters"],
+                crate::pki::generate::Validity::around(jiff::Timestamp::now(), 1, 1),
+            ))
+            .unwrap();
+        let mut c = config();
+        c.auth_info.client_certificate_data =
+            Some(base64::engine::general_purpose::STANDARD.encode(&leaf.cert_pem));
+        assert_eq!(
+            credential_user(&c, None, None).as_deref(),
+            Some("extpath-test-admin")
+        );
+        // A service account token: its subject (read, not verified).
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(r#"{"iss":"https://kubernetes.default.svc","sub":"system:serviceaccount:extpath:extpath"}"#);
+        let token = format!("eyJhbGciOiJSUzI1NiJ9.{claims}.c2ln");
+        assert_eq!(
+            credential_user(&config(), None, Some(&token)).as_deref(),
+            Some("system:serviceaccount:extpath:extpath")
+        );
+        // An opaque token says nothing.
+        assert_eq!(credential_user(&config(), None, Some("alice-token")), None);
+    }
 }

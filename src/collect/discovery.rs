@@ -1,7 +1,8 @@
 //! Probes through the API server: the discovery rung of every aggregated group/version, a list of
-//! one resource it serves and the delegation probe ([`super::delegation`]) once discovery
-//! answered, a read of one object of every CRD in each version its conversion webhook converts to,
-//! and (only on request) server-side dry-run writes through webhooks.
+//! each resource it serves (up to [`LIST_PROBES_PER_GROUP_VERSION`]) and the delegation probe
+//! ([`super::delegation`]) once discovery answered, a read of one object of every CRD in each
+//! version its conversion webhook converts to, and (only on request) server-side dry-run writes
+//! through webhooks.
 //!
 //! These are the requests a user's client would make, sent through kube-apiserver so that the
 //! aggregator really proxies them with real TLS — the only way to see what `Available=True` hides
@@ -22,12 +23,24 @@ use crate::bundle::{
 
 const IN_FLIGHT: usize = 64;
 
-/// A probe record from a response.
+/// A probe record from a response, concerning `target`.
 pub fn probe_from(
     method: &str,
     path: &str,
     rung: Rung,
     target: ObjectRef,
+    res: &Result<Response, FetchError>,
+) -> Probe {
+    let mut p = probe_record(method, path, rung, res);
+    p.target = Some(target);
+    p
+}
+
+/// A probe record from a response, concerning no object (kube-apiserver's own filters).
+pub fn probe_record(
+    method: &str,
+    path: &str,
+    rung: Rung,
     res: &Result<Response, FetchError>,
 ) -> Probe {
     let mut p = Probe::new(ProbeOrigin {
@@ -38,7 +51,6 @@ pub fn probe_from(
     p.method = Some(method.to_string());
     p.path = Some(path.to_string());
     p.rung = Some(rung);
-    p.target = Some(target);
     p.at = Some(jiff::Timestamp::now());
     match res {
         Ok(r) => {
@@ -82,20 +94,34 @@ pub fn document_group_version(body: &[u8]) -> String {
         .unwrap_or_default()
 }
 
-/// The first resource of an APIResourceList that can be listed (not a subresource).
+/// How many resources of one aggregated group/version the list probe lists, at most.
+///
+/// An extension server keeps each resource in storage of its own (a key prefix, a table, a cloud
+/// API): one object of one resource that no longer decodes, or one backend that is down, fails
+/// that resource's lists and nothing else — so listing only the first resource of a group missed
+/// a failure users of the second one met on every request. The bound keeps a group that serves
+/// hundreds of resources (external metrics) from costing hundreds of requests per scan.
+pub const LIST_PROBES_PER_GROUP_VERSION: usize = 8;
+
+/// The resources of an APIResourceList that can be listed (not subresources), in the document's
+/// order, at most [`LIST_PROBES_PER_GROUP_VERSION`].
 // Subresources appear in the same list as `<resource>/<sub>` (`flunders/status`) and cannot be
 // listed on their own.
-pub fn listable_resource(doc: &Value) -> Option<String> {
-    doc.get("resources")?
-        .as_array()?
-        .iter()
-        .find(|r| {
+pub fn listable_resources(doc: &Value) -> Vec<String> {
+    doc.get("resources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| {
             let name = r.get("name").and_then(Value::as_str).unwrap_or("/");
             let verbs = r.get("verbs").and_then(Value::as_array);
-            !name.contains('/')
+            !name.is_empty()
+                && !name.contains('/')
                 && verbs.is_some_and(|v| v.iter().any(|x| x.as_str() == Some("list")))
         })
-        .and_then(|r| r.get("name")?.as_str().map(str::to_string))
+        .filter_map(|r| r.get("name")?.as_str().map(str::to_string))
+        .take(LIST_PROBES_PER_GROUP_VERSION)
+        .collect()
 }
 
 /// Which probes follow a successful discovery probe.
@@ -113,6 +139,7 @@ pub async fn probe_all(
     f: &Fetcher,
     bundle: &EvidenceBundle,
     follow: FollowUps,
+    own_user: Option<&str>,
     deadline: Instant,
 ) -> (Vec<Probe>, Vec<Gap>) {
     let remote: Vec<(String, String, String)> = bundle
@@ -144,36 +171,34 @@ pub async fn probe_all(
             if !answered {
                 return (probes, gaps);
             }
-            let resource = match &res {
+            let resources = match &res {
                 Ok(r) if follow.list => serde_json::from_slice::<Value>(&r.body)
                     .ok()
                     .as_ref()
-                    .and_then(listable_resource),
-                _ => None,
+                    .map(listable_resources)
+                    .unwrap_or_default(),
+                _ => Vec::new(),
             };
-            let list = async {
-                let resource = resource?;
-                // A list reaches the extension server's handler, its authorization and its storage,
-                // which a discovery document never does; limit=1 keeps that cheap on a server with
-                // many objects.
-                let list_path = format!("{path}/{resource}?limit=1");
-                let res = match tokio::time::timeout_at(
-                    deadline,
-                    f.request(http::Method::GET, &list_path, None),
-                )
-                .await
-                {
-                    Ok(r) => r,
-                    Err(_) => Err(FetchError::Timeout(f.request_timeout())),
-                };
-                Some(probe_from(
-                    "GET",
-                    &list_path,
-                    Rung::Verb,
-                    owner.clone(),
-                    &res,
-                ))
-            };
+            let list = futures::future::join_all(resources.into_iter().map(|resource| {
+                let owner = owner.clone();
+                let path = &path;
+                async move {
+                    // A list reaches the extension server's handler, its authorization and its
+                    // storage, which a discovery document never does; limit=1 keeps that cheap on
+                    // a server with many objects.
+                    let list_path = format!("{path}/{resource}?limit=1");
+                    let res = match tokio::time::timeout_at(
+                        deadline,
+                        f.request(http::Method::GET, &list_path, None),
+                    )
+                    .await
+                    {
+                        Ok(r) => r,
+                        Err(_) => Err(FetchError::Timeout(f.request_timeout())),
+                    };
+                    probe_from("GET", &list_path, Rung::Verb, owner, &res)
+                }
+            }));
             let delegation = async {
                 if follow.delegation {
                     Some(super::delegation::probe(f, owner.clone(), &path, deadline).await)
@@ -182,15 +207,27 @@ pub async fn probe_all(
                 }
             };
             let (list, delegation) = tokio::join!(list, delegation);
-            if let Some(probe) = list {
-                match own_permission_denied(&probe) {
-                    Some(why) => gaps.push(Gap::new(
-                        format!("probes/verb/{owner}"),
-                        GapReason::Forbidden,
-                        why,
-                    )),
-                    None => probes.push(probe),
+            let mut denied = Vec::new();
+            for mut probe in list {
+                match own_permission_denied(&probe, own_user) {
+                    Some(why) => denied.push(why),
+                    None => {
+                        // A refusal of another user than the sender: say who sent it, which is
+                        // what tells the two apart for the rules.
+                        if refuses_another_user(&probe, own_user) {
+                            probe.user = own_user.map(str::to_string);
+                        }
+                        probes.push(probe)
+                    }
                 }
+            }
+            // One gap per APIService, as before: the same missing permission for each resource.
+            if let Some(why) = denied.first() {
+                gaps.push(Gap::new(
+                    format!("probes/verb/{owner}"),
+                    GapReason::Forbidden,
+                    why.clone(),
+                ));
             }
             match delegation {
                 Some(super::delegation::Outcome::Observed(p)) => probes.push(*p),
@@ -296,7 +333,8 @@ async fn probe_conversion(f: &Fetcher, crd: &Crd, deadline: Instant) -> (Vec<Pro
     let list_path = format!("{}?limit=1", crd_path(crd, storage, None));
     let res = get_by(f, &list_path, deadline).await;
     let control = probe_from("GET", &list_path, Rung::Verb, owner.clone(), &res);
-    if let Some(why) = own_permission_denied(&control) {
+    // kube-apiserver serves custom resources itself: every 403 here is the collector's own.
+    if let Some(why) = own_permission_denied(&control, None) {
         let gap = Gap::new(
             format!("probes/conversion/{owner}"),
             GapReason::Forbidden,
@@ -354,15 +392,33 @@ fn first_item(body: &[u8]) -> Option<(String, String)> {
 /// A 403 on the verb probe that only says the collector itself may not list the resource (the
 /// least-privilege ClusterRole does not grant it) is a gap, not evidence. A 403 naming
 /// `system:anonymous` is kept: that is the extension server not trusting the front-proxy identity.
-pub fn own_permission_denied(p: &Probe) -> Option<String> {
+/// So is one naming another user than the collector's own (`own_user`, when its credentials say
+/// it): kube-apiserver authorizes the sender, so only the extension server can have refused
+/// somebody else — it does not see the user the aggregator proxies for (its request-header
+/// authenticator rejected the proxy's certificate and another authenticator took the request).
+pub fn own_permission_denied(p: &Probe, own_user: Option<&str>) -> Option<String> {
     let s = p.status_body.as_ref()?;
     if p.status != Some(403) || s.reason != "Forbidden" {
         return None;
     }
-    if s.message.contains("User \"system:anonymous\"") {
+    if s.message.contains("User \"system:anonymous\"") || refuses_another_user(p, own_user) {
         return None;
     }
     Some(format!("the collector may not list it: {}", s.message))
+}
+
+/// The user a 403 `Status` names (`… is forbidden: User "NAME" cannot …`).
+fn refused_user(p: &Probe) -> Option<&str> {
+    let m = &p.status_body.as_ref()?.message;
+    let rest = &m[m.find("User \"")? + "User \"".len()..];
+    Some(&rest[..rest.find('"')?])
+}
+
+/// A 403 naming a user other than the collector's own, known one.
+fn refuses_another_user(p: &Probe, own_user: Option<&str>) -> bool {
+    p.status == Some(403)
+        && own_user
+            .is_some_and(|own| refused_user(p).is_some_and(|u| u != own && u != "system:anonymous"))
 }
 
 /// A harmless object a webhook's rules match, and where to create it: a ConfigMap, when the webhook
@@ -476,7 +532,13 @@ pub(super) fn probes<'a>(run: &'a Run<'a>, found: &'a Found<'a>) -> SourceFuture
             }
         };
         let ((mut probes, mut gaps), (converted, conversion_gaps)) = tokio::join!(
-            probe_all(&run.fetcher, found.bundle, follow, run.deadline),
+            probe_all(
+                &run.fetcher,
+                found.bundle,
+                follow,
+                run.own_user.as_deref(),
+                run.deadline
+            ),
             conversions
         );
         probes.extend(converted);
@@ -514,18 +576,60 @@ mod tests {
     use crate::bundle::{LabelSelector, WebhookRule};
 
     #[test]
-    fn the_list_probe_picks_a_listable_top_level_resource() {
+    fn the_list_probe_lists_every_listable_top_level_resource() {
         let doc = serde_json::json!({"resources": [
             {"name": "flunders/status", "verbs": ["get"]},
             {"name": "fischers", "verbs": ["get"]},
-            {"name": "flunders", "verbs": ["get", "list", "watch"]}
+            {"name": "flunders", "verbs": ["get", "list", "watch"]},
+            {"name": "fischers", "verbs": ["list"]}
         ]});
-        assert_eq!(listable_resource(&doc).as_deref(), Some("flunders"));
+        assert_eq!(listable_resources(&doc), ["flunders", "fischers"]);
+        let many: Vec<Value> = (0..20)
+            .map(|i| serde_json::json!({"name": format!("r{i}"), "verbs": ["list"]}))
+            .collect();
+        assert_eq!(
+            listable_resources(&serde_json::json!({ "resources": many })).len(),
+            LIST_PROBES_PER_GROUP_VERSION
+        );
+        assert!(listable_resources(&serde_json::json!({"kind": "Status"})).is_empty());
         assert_eq!(discovery_path("", "v1"), "/api/v1");
         let gv = br#"{"kind":"APIResourceList","groupVersion":"a.io/v1","resources":[]}"#;
         assert_eq!(document_group_version(gv), "a.io/v1");
         assert_eq!(document_group_version(b"{\"kind\":\"Status\"}"), "");
         assert_eq!(document_group_version(b"service unavailable"), "");
+    }
+
+    #[test]
+    fn a_refusal_of_another_user_than_the_sender_is_evidence_not_a_gap() {
+        let refused = |user: &str| {
+            let mut p = Probe::new(ProbeOrigin {
+                kind: ProbeKind::Probe,
+                tool: ClientTool::Extpath,
+                files: Vec::new(),
+            });
+            p.status = Some(403);
+            p.status_body = Some(crate::bundle::StatusBody {
+                message: format!(
+                    "fischers.wardle.example.com is forbidden: User \"{user}\" cannot list resource \"fischers\" in API group \"wardle.example.com\" at the cluster scope"
+                ),
+                reason: "Forbidden".into(),
+                ..Default::default()
+            });
+            p
+        };
+        // The collector's own missing permission, or a sender the credentials do not name: a gap.
+        assert!(own_permission_denied(&refused("gate"), Some("gate")).is_some());
+        assert!(own_permission_denied(&refused("front-proxy-client"), None).is_some());
+        // The extension refusing the proxy certificate's own name: evidence.
+        let other = refused("front-proxy-client");
+        assert!(own_permission_denied(&other, Some("extpath-test-admin")).is_none());
+        assert!(refuses_another_user(&other, Some("extpath-test-admin")));
+        // Anonymous is kept whoever sent it, by the older rule.
+        assert!(own_permission_denied(&refused("system:anonymous"), None).is_none());
+        assert!(!refuses_another_user(
+            &refused("system:anonymous"),
+            Some("admin")
+        ));
     }
 
     #[test]

@@ -16,8 +16,8 @@
 //!    health and alarms; beside them the first `/metrics` scrape, or Prometheus.
 //! 2. For what stage one referenced: the Services, Endpoints and EndpointSlices behind each backend,
 //!    Events in their namespaces, the discovery probe of every aggregated group/version (and, once
-//!    it answered, a list of one resource it serves and the [`delegation`] probe), optional
-//!    admission dry-run probes.
+//!    it answered, a list of each resource it serves and the [`delegation`] probe), the
+//!    [`authorizer`] probe, optional admission dry-run probes.
 //! 3. Pods behind those Services (selectors come from stage two; then, with `--pod-logs`, their
 //!    logs) and the TLS handshake with every reachable backend ([`tls`]).
 //!
@@ -34,6 +34,7 @@
 //! fetch its [`sources::SOURCES`] entry calls (a function of the run that returns one
 //! [`sources::Contribution`]); the transforms are tested on hand-built objects.
 
+pub mod authorizer;
 pub mod backends;
 pub mod connect;
 pub mod delegation;
@@ -82,15 +83,19 @@ pub struct CollectOptions {
     pub probe_admission: bool,
     /// `--pod-logs`: read the known error lines of the logs of the Pods behind the extension paths.
     pub pod_logs: bool,
-    /// After a discovery probe answers, list one resource of the group/version; and read one
-    /// object of each CRD that converts through a webhook in its other served versions (off with
-    /// `--skip-list-probe`: the least-privilege ClusterRole does not grant lists of aggregated or
-    /// custom resources).
+    /// After a discovery probe answers, list each resource of the group/version (up to
+    /// [`discovery::LIST_PROBES_PER_GROUP_VERSION`]); and read one object of each CRD that
+    /// converts through a webhook in its other served versions (off with `--skip-list-probe`: the
+    /// least-privilege ClusterRole does not grant reads of aggregated or custom resources).
     pub list_probe: bool,
     /// After a discovery probe answers, send it again as an ordinary authenticated user
     /// ([`delegation`]); off with `--skip-delegation-probe`, and when the collection itself
     /// impersonates (`--as`), since impersonation does not chain.
     pub delegation_probe: bool,
+    /// Send one read RBAC does not allow as an ordinary user ([`authorizer`]), so that the
+    /// authorizers after RBAC are asked; off with `--skip-delegation-probe` (the other
+    /// impersonated probe) and with `--as`, like the delegation probe.
+    pub authorizer_probe: bool,
     /// Namespace for namespaced probes (`-n`).
     pub namespace: String,
     /// `--etcd-metrics-url` and its TLS files: etcd's own metrics, health and alarms.
@@ -116,6 +121,7 @@ impl Default for CollectOptions {
             pod_logs: false,
             list_probe: true,
             delegation_probe: true,
+            authorizer_probe: true,
             max_objects: fetch::DEFAULT_MAX_OBJECTS,
             namespace: "default".into(),
             etcd: None,

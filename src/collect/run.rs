@@ -49,7 +49,7 @@ pub async fn collect(
         server: conn.server.clone(),
         context: conn.context.clone(),
     });
-    let run = Run::new(
+    let mut run = Run::new(
         fetcher,
         opts,
         deadline,
@@ -58,6 +58,7 @@ pub async fn collect(
         etcd,
         prometheus,
     );
+    run.own_user = conn.user.clone();
     run.count_steps();
 
     // Stage one, and the metrics sources beside it (stage two waits for them too: the window

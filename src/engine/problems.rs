@@ -11,8 +11,9 @@
 //! * a FlowSchema whose priority level has an APF fault;
 //! * kube-apiserver's Storage verdict when etcd has one, its APF verdict when a priority level has
 //!   one (the worst);
-//! * a Request with a Storage verdict when etcd has one, or an APF verdict when a priority level or
-//!   kube-apiserver has one, and no related object of its own.
+//! * a Request with a Storage verdict when etcd has one, an APF verdict when a priority level or
+//!   kube-apiserver has one, or an Auth verdict when kube-apiserver has one (its own authenticator
+//!   or authorizer failing: every request it judges meets it), and no related object of its own.
 //!
 //! Everything else at warning or above is a problem of its own. `Inconclusive` verdicts are not
 //! problems (nothing was found to be broken) and `Healthy` ones are not either; both stay in
@@ -127,6 +128,13 @@ fn parent(verdicts: &[Verdict], index: &VerdictIndex<'_>, i: usize) -> Option<us
                         // APF metrics were not read): the 429 is still the API server's own
                         // overload.
                         .or_else(|| fault_of_kind(SubjectKind::ApiServer, v.class))
+                }
+                // A request refused by kube-apiserver's own authentication or authorization (an
+                // authorization webhook that cannot be reached) while kube-apiserver has that
+                // Auth fault: the request is the symptom. A request through an APIService is
+                // judged again by the extension server, whose delegated auth is not this.
+                Class::Auth if v.related.is_empty() => {
+                    fault_of_kind(SubjectKind::ApiServer, v.class)
                 }
                 _ => None,
             }),
@@ -324,6 +332,31 @@ mod tests {
         assert_eq!(p.len(), 1, "{p:#?}");
         assert_eq!(p[0].root, pl);
         assert_eq!(p[0].members.len(), 3);
+    }
+
+    #[test]
+    fn a_failing_authorizer_explains_the_requests_it_refused() {
+        use Class::*;
+        use Severity::*;
+        use SubjectKind::*;
+        let api = Subject::new(ApiService, "v1.a.example.com");
+        let verdicts = vec![
+            v(ApiServer, "kube-apiserver", Auth, Critical, &[]),
+            v(Request, "GET /api/v1/namespaces/x", Auth, Critical, &[]),
+            // Through an APIService: the extension's delegated auth, a problem of its own.
+            v(
+                Request,
+                "GET /apis/a.example.com/v1/xs",
+                Auth,
+                Critical,
+                std::slice::from_ref(&api),
+            ),
+        ];
+        let p = group(&verdicts);
+        assert_eq!(p.len(), 2, "{p:#?}");
+        let kas = p.iter().find(|p| p.root.kind == ApiServer).unwrap();
+        assert_eq!(kas.members.len(), 1);
+        assert_eq!(kas.members[0].kind, Request);
     }
 
     #[test]

@@ -14,10 +14,10 @@
 //! quoted in `failed calling webhook "…"`, the CRD named in `conversion webhook for …`, or the
 //! group/version of the path matched against the bundle's APIServices and CRDs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::diagnosis::{Subject, SubjectKind};
-use crate::bundle::probes::ProbeKind;
+use crate::bundle::probes::{ClientTool, ProbeKind};
 use crate::bundle::{
     ApiService, Crd, EvidenceBundle, FlowSchema, Kind, ObjectRef, PriorityLevel, Probe, Webhook,
 };
@@ -321,6 +321,70 @@ pub fn is_failing(p: &Probe) -> bool {
     bad_status || bad_counts || bad_exit || bad_watch || p.error.is_some()
 }
 
+/// Where the evidence shows the API server was reached, as normalised `host:port`s: kubectl's
+/// traces (kubectl sends to its kubeconfig's server) and a live collection's server URL.
+pub fn apiserver_addresses(bundle: &EvidenceBundle) -> BTreeSet<String> {
+    let live = match &bundle.collection.source {
+        crate::bundle::CollectionSource::Live { server, .. } => Some(server.as_str()),
+        _ => None,
+    };
+    bundle
+        .probes
+        .iter()
+        .filter(|p| p.origin.tool == ClientTool::KubectlTrace)
+        .filter_map(|p| p.address.as_deref())
+        .chain(live)
+        .filter_map(normal_address)
+        .collect()
+}
+
+/// `host:port` in one spelling: no scheme or path, lowercase, port 443 when none is given, and
+/// every loopback name as one (`localhost:6443` and `127.0.0.1:6443` are one server).
+fn normal_address(a: &str) -> Option<String> {
+    let a = a.trim();
+    let a = a.split_once("://").map_or(a, |(_, rest)| rest);
+    let a = a.split('/').next()?.to_ascii_lowercase();
+    if a.is_empty() {
+        return None;
+    }
+    let (host, port) = match a.rsplit_once(':') {
+        // `[::1]:443`, `host:443`; a bare IPv6 address without brackets has no port.
+        Some((h, p))
+            if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':') =>
+        {
+            (h.to_string(), p.to_string())
+        }
+        _ => (a.clone(), "443".to_string()),
+    };
+    let host = match host.trim_start_matches('[').trim_end_matches(']') {
+        "localhost" | "127.0.0.1" | "::1" => "loopback".to_string(),
+        h => h.to_string(),
+    };
+    Some(format!("{host}:{port}"))
+}
+
+/// Whether an observation is a client's request sent past the API server — to an address the API
+/// server was not reached at in this evidence: a backend's Pod IP, a port-forward — that the backend
+/// answered 401 or 403. A backend authenticates only the aggregator's front-proxy certificate (and
+/// bearer tokens it reviews); an on-call's direct `curl` without those credentials is refused by
+/// design, so its answer says nothing about the aggregated path's authentication and is no
+/// failing request (docs/diagnosis.md#rule-4). Undecided (false) when either address is unknown.
+pub fn refused_off_path(apiserver: &BTreeSet<String>, p: &Probe) -> bool {
+    p.origin.kind == ProbeKind::ClientOutput
+        && matches!(p.status, Some(401 | 403))
+        && !apiserver.is_empty()
+        && p.address
+            .as_deref()
+            .and_then(normal_address)
+            .is_some_and(|a| !apiserver.contains(&a))
+}
+
+/// [`is_failing`], leaving out the answers a backend gives a client that went past the API server
+/// ([`refused_off_path`]).
+pub fn is_failing_on_path(apiserver: &BTreeSet<String>, p: &Probe) -> bool {
+    is_failing(p) && !refused_off_path(apiserver, p)
+}
+
 /// Whether an observation is a Request subject of its own: it failed, it is a watch a user
 /// captured, or it is the request `why` reproduced (judged whatever its outcome).
 fn wants_subject(p: &Probe) -> bool {
@@ -379,8 +443,9 @@ fn request_groups(bundle: &EvidenceBundle, targets: &[Option<ObjectRef>]) -> Vec
     let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
     let mut order: Vec<(String, String)> = Vec::new();
     let mut loose: Vec<usize> = Vec::new();
+    let apiserver = apiserver_addresses(bundle);
     for (i, p) in bundle.probes.iter().enumerate() {
-        if !wants_subject(p) {
+        if !wants_subject(p) || refused_off_path(&apiserver, p) {
             continue;
         }
         let user = p.user.clone().unwrap_or_default();

@@ -258,6 +258,7 @@ fn rule_allows(rule: &Rule, info: &RequestInfo) -> bool {
     listed(&rule.api_groups, &info.group)
         && listed(&rule.resources, &resource)
         && (rule.namespaces.is_empty() || listed(&rule.namespaces, &info.namespace))
+        && (rule.resource_names.is_empty() || rule.resource_names.contains(&info.name))
 }
 
 /// The message RBAC gives a denied request.

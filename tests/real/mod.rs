@@ -10,8 +10,10 @@
 mod admission;
 mod aggregation;
 mod apf;
+mod auth;
 mod baseline;
 mod fidelity;
+mod out_of_scope;
 mod storage;
 mod summaries;
 mod watch;

@@ -298,6 +298,17 @@ fn port_after(note: &str) -> Option<&str> {
 }
 
 fn request_line(probe: &mut Probe, req: &str) {
+    // `> Host: 10.244.1.7:8443`: where the request went, when curl's own notes did not say.
+    if let Some(host) = req
+        .strip_prefix("Host:")
+        .or_else(|| req.strip_prefix("host:"))
+    {
+        let host = host.trim();
+        if probe.address.is_none() && !host.is_empty() {
+            probe.address = Some(host.to_string());
+        }
+        return;
+    }
     let mut parts = req.split_whitespace();
     if let (Some(method), Some(path)) = (parts.next(), parts.next())
         && probe.method.is_none()

@@ -229,6 +229,11 @@ fn request(
 ) -> Request {
     let mut p = client_probe(ClientTool::KubectlTrace, file);
     p.method = Some(method.to_string());
+    // kubectl sends to its kubeconfig's server: the API server's address, as this trace shows it.
+    p.address = url
+        .split_once("://")
+        .map(|(_, rest)| rest.split('/').next().unwrap_or(rest).to_string())
+        .filter(|a| !a.is_empty());
     let path = url
         .split_once("://")
         .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_string()))

@@ -34,8 +34,8 @@ use super::metrics::prometheus::{self, Prometheus};
 use super::metrics::window::{self, Round};
 use super::refs::References;
 use super::{
-    CollectOptions, FetchError, Fetcher, Progress, discovery, flowcontrol, health, logs, objects,
-    rbac, tls,
+    CollectOptions, FetchError, Fetcher, Progress, authorizer, discovery, flowcontrol, health,
+    logs, objects, rbac, tls,
 };
 use crate::bundle::{EvidenceBundle, Gap, Probe};
 
@@ -235,6 +235,15 @@ pub static SOURCES: &[Source] = &[
         stage: Stage::Referenced(discovery::probes),
     },
     Source {
+        id: authorizer::GAP_SOURCE,
+        what: None,
+        runs: |o| o.authorizer_probe,
+        after: None,
+        asks: Asks::ApiServer,
+        deadline: Deadline::Own,
+        stage: Stage::Referenced(authorizer::probes),
+    },
+    Source {
         id: "probes/admission",
         what: None,
         runs: |o| o.probe_admission,
@@ -338,6 +347,9 @@ pub struct Run<'a> {
     pub etcd: Option<Etcd>,
     /// Prometheus, with `--prometheus`.
     pub prometheus: Option<Prometheus>,
+    /// The user name the collection's requests are authenticated as, when its credentials say it
+    /// (`connect::credential_user`).
+    pub own_user: Option<String>,
     total: AtomicU64,
     first_round: Mutex<Option<Round>>,
     first_scrape: OnceLock<FirstScrape>,
@@ -365,6 +377,7 @@ impl<'a> Run<'a> {
             server,
             etcd,
             prometheus,
+            own_user: None,
             total: AtomicU64::new(0),
             first_round: Mutex::new(None),
             first_scrape: OnceLock::new(),

@@ -270,7 +270,7 @@ pub fn apiserver_fact(base: &FactBase<'_>) -> Fact {
         .probes
         .iter()
         .zip(&base.request_facts)
-        .filter(|(p, _)| crate::engine::subjects::is_failing(p))
+        .filter(|(p, _)| crate::engine::subjects::is_failing_on_path(&base.apiserver_addresses, p))
         .map(|(_, f)| f.clone())
         .collect();
     Obj::new()

@@ -128,6 +128,8 @@ pub struct FactBase<'b> {
     pub request_facts: Vec<Fact>,
     /// The object each probe concerns.
     pub probe_targets: Vec<Option<ObjectRef>>,
+    /// Where the evidence shows the API server was reached (`subjects::apiserver_addresses`).
+    pub apiserver_addresses: std::collections::BTreeSet<String>,
     /// One fact per log finding.
     pub log_facts: Vec<Fact>,
     /// The object each log finding concerns: its `target`, else the object its message names.
@@ -441,6 +443,7 @@ impl<'b> FactBase<'b> {
             request_facts,
             observations_by_target: index_by(probe_targets.iter().map(Option::as_ref)),
             probe_targets,
+            apiserver_addresses: crate::engine::subjects::apiserver_addresses(bundle),
             log_facts,
             index: ObjectIndex::new(bundle),
             traced: timed::by_target(bundle),
@@ -668,7 +671,9 @@ pub fn subject_vars(base: &FactBase<'_>, entry: &SubjectEntry<'_>) -> Vec<(&'sta
                     b.probes
                         .iter()
                         .zip(&base.request_facts)
-                        .filter(|(p, _)| super::subjects::is_failing(p))
+                        .filter(|(p, _)| {
+                            super::subjects::is_failing_on_path(&base.apiserver_addresses, p)
+                        })
                         .map(|(_, v)| v.clone()),
                 ),
             ));

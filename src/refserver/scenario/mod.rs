@@ -188,6 +188,10 @@ pub struct Rule {
     /// Non-resource URLs (a trailing `*` is a prefix match).
     #[serde(default, rename = "nonResourceURLs")]
     pub non_resource_urls: Vec<String>,
+    /// Object names (empty = all), as RBAC's `resourceNames`: deploy/rbac.yaml grants the
+    /// impersonation of its probes' users by name.
+    #[serde(default)]
+    pub resource_names: Vec<String>,
 }
 
 /// What a backend is.

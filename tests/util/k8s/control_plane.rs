@@ -307,6 +307,27 @@ impl ControlPlane {
         })
     }
 
+    /// A GET as a static token user (`pki::users`), without the admin's certificate: status and
+    /// body.
+    pub fn raw_get_as_token(&self, token: &str, path: &str) -> (u16, String) {
+        let url = format!("{}{path}", self.url());
+        let http = reqwest::Client::builder()
+            .tls_backend_rustls()
+            .no_proxy()
+            .timeout(Duration::from_secs(10))
+            .tls_certs_only([
+                reqwest::Certificate::from_pem(self.pki.cluster_ca.pem().as_bytes()).unwrap(),
+            ])
+            .build()
+            .unwrap();
+        RUNTIME.block_on(async {
+            match http.get(&url).bearer_auth(token).send().await {
+                Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+                Err(e) => (0, e.to_string()),
+            }
+        })
+    }
+
     /// Poll `check` (backing off, bounded by `limit`) until it gives a value; panic naming `what`.
     pub fn poll<T>(&self, what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
         poll(what, limit, &mut check).unwrap_or_else(|| {

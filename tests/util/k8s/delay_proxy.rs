@@ -64,26 +64,38 @@ impl Drop for DelayProxy {
     }
 }
 
+/// Copy `from` to `to`; with `delay`, each chunk is written that long after it was read. The
+/// delay is latency, not a rate: reading goes on while earlier chunks wait, so chunks of many
+/// multiplexed gRPC streams on one connection each wait the delay once, never behind each other
+/// (a proxy that slept before each write would queue them and grow the latency without bound).
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     delay: Option<Arc<AtomicU64>>,
 ) {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if let Some(d) = &delay {
-            let ms = d.load(Ordering::Relaxed);
-            if ms > 0 {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+    let reader = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let ms = delay.as_ref().map_or(0, |d| d.load(Ordering::Relaxed));
+            let due = tokio::time::Instant::now() + Duration::from_millis(ms);
+            if tx.send((due, buf[..n].to_vec())).is_err() {
+                break;
             }
         }
-        if to.write_all(&buf[..n]).await.is_err() {
-            break;
+    };
+    let writer = async move {
+        while let Some((due, chunk)) = rx.recv().await {
+            tokio::time::sleep_until(due).await;
+            if to.write_all(&chunk).await.is_err() {
+                break;
+            }
         }
-    }
-    let _ = to.shutdown().await;
+        let _ = to.shutdown().await;
+    };
+    tokio::join!(reader, writer);
 }

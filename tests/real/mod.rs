@@ -309,6 +309,97 @@ pub(crate) fn why(cp: &ControlPlane, method: &str, path: &str, args: &[&str]) ->
     outcome(&format!("why {method} {path}"), &all)
 }
 
+/// `why --dry-run=server -f FILE -o json` against `cp`: a write through admission, sent only as a
+/// server-side dry run; `object` is the file's YAML (`args` adds flags: `--as`, …).
+pub(crate) fn why_write(cp: &ControlPlane, object: &str, args: &[&str]) -> Scan {
+    let files = Files::new();
+    let file = files.write("object.yaml", object);
+    let (kubeconfig, file) = (
+        cp.kubeconfig.display().to_string(),
+        file.display().to_string(),
+    );
+    let mut all = vec![
+        "why",
+        "--dry-run=server",
+        "-f",
+        &file,
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+    ];
+    all.extend_from_slice(args);
+    outcome("why --dry-run=server -f", &all)
+}
+
+/// `why`'s human view (the default output) of a request: `METHOD PATH` and flags in `args`, or,
+/// with `object` (a file's YAML), the server-side dry-run write of it. Its exit code and text —
+/// what an on-call engineer reads.
+pub(crate) fn why_human(cp: &ControlPlane, object: Option<&str>, args: &[&str]) -> (i32, String) {
+    let home = Files::new();
+    let kubeconfig = cp.kubeconfig.display().to_string();
+    let file = object.map(|o| home.write("object.yaml", o).display().to_string());
+    let mut all = vec!["why", "--kubeconfig", &kubeconfig, "--color", "never"];
+    if let Some(f) = &file {
+        all.extend(["--dry-run=server", "-f", f]);
+    }
+    all.extend_from_slice(args);
+    let r = run(home.path(), &all, &[("COLUMNS", "200")]);
+    (r.code, format!("{}{}", r.stdout, r.stderr))
+}
+
+/// `why`'s human view reads right for a request whose verdict is `class`: the verdict line says
+/// so and where it broke, a step of that rung is marked broken (✗), no step of it reads passed
+/// (✓) unless another step of the same rung broke (an aggregated path authenticates twice), the
+/// class is not among what it ruled out, and the view names each of `names` (the subject to
+/// blame).
+pub(crate) fn assert_why_reads_right(text: &str, class: &str, names: &[&str]) {
+    let verdict = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Verdict"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("why's view has no verdict line:\n{text}"));
+    assert!(
+        verdict.starts_with(&format!("{class},")),
+        "why's verdict is not {class}: {verdict}\n{text}"
+    );
+    let rung = verdict
+        .split(", broke at ")
+        .nth(1)
+        .and_then(|r| r.split([' ', ',']).next())
+        .unwrap_or_else(|| panic!("why's verdict says no rung: {verdict}\n{text}"));
+    let steps = |mark: &str| {
+        text.lines()
+            .filter(|l| {
+                l.trim_start()
+                    .strip_prefix(mark)
+                    .is_some_and(|rest| rest.split_whitespace().next() == Some(rung))
+                    && l.starts_with("  ")
+                    && !l.starts_with("    ")
+            })
+            .count()
+    };
+    assert!(
+        steps("✗") > 0,
+        "the verdict broke at {rung}, yet no {rung} step is marked broken:\n{text}"
+    );
+    let ruled_out: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Ruled out"))
+        .take_while(|l| l.starts_with("Ruled out") || l.starts_with("          "))
+        .map(|l| l.trim_start_matches("Ruled out").trim_start())
+        .collect();
+    assert!(
+        !ruled_out
+            .iter()
+            .any(|l| l.starts_with(&format!("{class} "))),
+        "why rules out {class}, the class of its own verdict:\n{text}"
+    );
+    for n in names {
+        assert!(text.contains(n), "why's view does not name {n}:\n{text}");
+    }
+}
+
 /// `analyze --raw DIR -o json`: the files an on-call engineer saved.
 pub(crate) fn analyze_raw(dir: &std::path::Path) -> Scan {
     let d = dir.display().to_string();

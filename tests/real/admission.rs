@@ -14,8 +14,8 @@ use std::time::Duration;
 use base64::Engine;
 
 use super::{
-    Checks, Expect, SETTLE, Scan, analyze_raw, assert_why_reads_right, on_both, scan, why,
-    why_human, why_write,
+    Checks, Expect, SETTLE, Scan, analyze_raw, assert_raw_read_all, assert_why_reads_right,
+    on_both, scan, why, why_human, why_write,
 };
 use crate::util::k8s::backend::{Answer, Backend};
 use crate::util::k8s::incident::Incident;
@@ -215,9 +215,16 @@ fn validating_backend_refuses(assets: &Assets) -> Checks {
                 severity: "critical",
             },
         ),
-        (analyze_raw(incident.path()), hook.blamed("critical")),
+        (raw_read_all(&incident), hook.blamed("critical")),
     ]
     .into()
+}
+
+/// `analyze --raw` of `incident`, which must read all of it ([`assert_raw_read_all`]).
+fn raw_read_all(incident: &Incident) -> Scan {
+    let a = analyze_raw(incident.path());
+    assert_raw_read_all(&a);
+    a
 }
 
 /// A ConfigMap `name` in `namespace`, as a client's manifest.
@@ -335,7 +342,7 @@ fn mutating_backend_stalls(assets: &Assets) -> Checks {
                 severity: "critical",
             },
         ),
-        (analyze_raw(incident.path()), hook.blamed("critical")),
+        (raw_read_all(&incident), hook.blamed("critical")),
     ]
     .into()
 }
@@ -511,7 +518,7 @@ fn conversion_backend_refuses(assets: &Assets) -> Checks {
                 severity: "critical",
             },
         ),
-        (analyze_raw(incident.path()), crd.blamed("critical")),
+        (raw_read_all(&incident), crd.blamed("critical")),
     ]
     .into()
 }

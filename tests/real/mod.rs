@@ -400,6 +400,45 @@ pub(crate) fn assert_why_reads_right(text: &str, class: &str, names: &[&str]) {
     }
 }
 
+/// `analyze --raw` of an on-call's folder read all of it: no file left unrecognised, every
+/// client request named by what it asked (not `request in FILE`: a trace line or a `curl -v` the
+/// reader could not place), and no client request left unexplained (Inconclusive).
+pub(crate) fn assert_raw_read_all(a: &Scan) {
+    let unread: Vec<String> = a.diagnosis["gaps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| {
+            g["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("unrecognised content"))
+        })
+        .map(|g| g.to_string())
+        .collect();
+    assert!(
+        unread.is_empty(),
+        "files analyze --raw did not read: {unread:#?}"
+    );
+    let unplaced: Vec<String> = a.diagnosis["verdicts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["subject"]["kind"] == "Request")
+        .filter(|v| {
+            v["class"] == "Inconclusive"
+                || v["subject"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("request in "))
+        })
+        .map(|v| format!("{} {}", v["class"], v["subject"]["name"]))
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "client requests analyze --raw could not place or explain: {unplaced:?}\n{}",
+        a.describe()
+    );
+}
+
 /// `analyze --raw DIR -o json`: the files an on-call engineer saved.
 pub(crate) fn analyze_raw(dir: &std::path::Path) -> Scan {
     let d = dir.display().to_string();

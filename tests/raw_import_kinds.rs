@@ -419,3 +419,125 @@ items:
         "only kube-system's RoleBindings are kept"
     );
 }
+
+// What an on-call saved from a real kube-apiserver (1.24) whose etcd was frozen: kubectl with
+// `--request-timeout` got no response (its `-v=6` line has no status), `curl -v` of the same LIST
+// timed out after the TLS handshake, and `curl -v` of etcd's own `/health` timed out. The two
+// clients' requests are one request, by its path; etcd's `/health` is etcd's health check (no
+// answer: a gap, as a scan records it), not a request through the API server.
+#[test]
+fn requests_that_got_no_response_keep_their_path_and_etcd_health_is_a_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "kubectl",
+        "I1207 22:34:06.575862   16270 loader.go:402] Config loaded from file:  /tmp/admin.kubeconfig\n\
+         I1207 22:34:09.583528   16270 round_trippers.go:560] GET https://127.0.0.1:40761/api/v1/namespaces/ledger/configmaps?limit=500&timeout=3s  in 3000 milliseconds\n\
+         I1207 22:34:09.583686   16270 helpers.go:264] Connection error: Get https://127.0.0.1:40761/api/v1/namespaces/ledger/configmaps?limit=500&timeout=3s: net/http: request canceled (Client.Timeout exceeded while awaiting headers)\n\
+         Unable to connect to the server: net/http: request canceled (Client.Timeout exceeded while awaiting headers)\n\
+         exit=1\n",
+    );
+    let mut tls = String::new();
+    for note in [
+        "* ALPN: offers h2,http/1.1",
+        "} [5 bytes data]",
+        "* TLSv1.3 (OUT), TLS handshake, Client hello (1):",
+        "} [512 bytes data]",
+        "*  CAfile: /tmp/cluster-ca.crt",
+        "{ [5 bytes data]",
+        "* TLSv1.3 (IN), TLS handshake, Server hello (2):",
+        "{ [122 bytes data]",
+        "* TLSv1.3 (IN), TLS handshake, Encrypted Extensions (8):",
+        "{ [15 bytes data]",
+        "* TLSv1.3 (IN), TLS handshake, Request CERT (13):",
+        "{ [125 bytes data]",
+        "* TLSv1.3 (IN), TLS handshake, Certificate (11):",
+        "{ [456 bytes data]",
+        "* TLSv1.3 (IN), TLS handshake, CERT verify (15):",
+        "{ [78 bytes data]",
+        "* TLSv1.3 (IN), TLS handshake, Finished (20):",
+        "{ [36 bytes data]",
+        "* TLSv1.3 (OUT), TLS change cipher, Change cipher spec (1):",
+        "} [1 bytes data]",
+        "* SSL connection using TLSv1.3 / TLS_AES_128_GCM_SHA256",
+        "* ALPN: server accepted h2",
+        "* Server certificate:",
+        "*  subject: CN=127.0.0.1",
+        "*  SSL certificate verify ok.",
+        "* using HTTP/2",
+        "* h2h3 [:method: GET]",
+        "* Using Stream ID: 1 (easy handle 0x556bc3beb2b0)",
+    ] {
+        tls.push_str(note);
+        tls.push('\n');
+    }
+    write(
+        tmp.path(),
+        "curl",
+        &format!(
+            "*   Trying 127.0.0.1:40761...\n* Connected to 127.0.0.1 (127.0.0.1) port 40761 (#0)\n{tls}\
+             > GET /api/v1/namespaces/ledger/configmaps HTTP/2\n> Host: 127.0.0.1:40761\n\
+             > user-agent: curl/7.88.1\n> accept: */*\n> \n{{ [5 bytes data]\n\
+             * Operation timed out after 3000 milliseconds with 0 bytes received\n\
+             * Connection #0 to host 127.0.0.1 left intact\n\
+             curl: (28) Operation timed out after 3000 milliseconds with 0 bytes received\n\n\
+             HTTP 000 time_total=3.000751\ncurl exit=28\n"
+        ),
+    );
+    write(
+        tmp.path(),
+        "etcd-health",
+        "*   Trying 127.0.0.1:2379...\n* Connected to 127.0.0.1 (127.0.0.1) port 2379 (#0)\n\
+         > GET /health HTTP/1.1\n> Host: 127.0.0.1:2379\n> User-Agent: curl/7.88.1\n> Accept: */*\n> \n\
+         * Operation timed out after 3000 milliseconds with 0 bytes received\n* Closing connection 0\n\
+         curl: (28) Operation timed out after 3000 milliseconds with 0 bytes received\n\n\
+         HTTP 000 time_total=2.999805\ncurl exit=28\n",
+    );
+    write(
+        tmp.path(),
+        "etcd-health-ok",
+        "*   Trying 127.0.0.1:2379...\n* Connected to 127.0.0.1 (127.0.0.1) port 2379 (#0)\n\
+         > GET /health HTTP/1.1\n> Host: 127.0.0.1:2379\n> \n< HTTP/1.1 200 OK\n\
+         < Content-Length: 17\n< Content-Type: text/plain; charset=utf-8\n< \n{ [17 bytes data]\n\
+         * Connection #0 to host 127.0.0.1 left intact\n{\"health\":\"true\"}\n\
+         HTTP 200 time_total=0.001095\ncurl exit=0\n",
+    );
+    let b = import_dir(tmp.path());
+    let unread: Vec<_> = b
+        .gaps
+        .iter()
+        .filter(|g| g.source.starts_with("file:"))
+        .collect();
+    assert!(unread.is_empty(), "every file is read: {unread:?}");
+    let paths: Vec<_> = b.probes.iter().map(|p| p.path.as_deref()).collect();
+    assert_eq!(
+        paths.len(),
+        2,
+        "kubectl's and curl's request, not etcd's /health: {paths:?}"
+    );
+    for p in &b.probes {
+        assert!(
+            p.path
+                .as_deref()
+                .is_some_and(|x| x.starts_with("/api/v1/namespaces/ledger/configmaps")),
+            "{p:?}"
+        );
+        assert_eq!(p.status, None);
+        assert!(p.error.is_some(), "{p:?}");
+    }
+    let health: Vec<_> = b
+        .health_checks
+        .iter()
+        .filter(|h| h.endpoint == HealthEndpoint::EtcdHealth)
+        .collect();
+    assert_eq!(health.len(), 1);
+    assert!(health[0].ok);
+    assert_eq!(health[0].target.as_deref(), Some("127.0.0.1:2379"));
+    assert!(
+        b.gaps
+            .iter()
+            .any(|g| g.source == "health/etcd" && g.detail.contains("timed out")),
+        "{:?}",
+        b.gaps
+    );
+}

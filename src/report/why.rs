@@ -433,13 +433,25 @@ pub fn render(
         Some(v) => write_verdict(out, v, &paint, width)?,
         None => {
             let status = p.status.map(status_line).unwrap_or_default();
-            label(
-                out,
-                &paint,
-                "Verdict",
-                &format!("the request succeeded ({status})"),
-                width,
-            )?;
+            // A rule that fired on a rung of this path (etcd slow for everyone, a webhook failing
+            // other requests) is marked ✗ on its step; the request itself got through. Said here,
+            // so that a ✗ above does not read as where this request broke.
+            let mut flagged: Vec<String> = steps
+                .iter()
+                .filter(|s| s.state == StepState::Failed)
+                .map(|s| s.rung.to_string())
+                .collect();
+            flagged.dedup();
+            let text = if flagged.is_empty() {
+                format!("the request succeeded ({status})")
+            } else {
+                format!(
+                    "the request succeeded ({status}); findings on its path at {} did not fail it \
+                     (see Also)",
+                    flagged.join(", ")
+                )
+            };
+            label(out, &paint, "Verdict", &text, width)?;
         }
     }
     // Findings on the path that are not the request's verdict: usually consequences of the rung

@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use base64::Engine;
 
-use super::{Expect, SETTLE, Scan, analyze_raw, on_both, scan};
+use super::{
+    Checks, Expect, SETTLE, Scan, analyze_raw, assert_raw_read_all, assert_why_reads_right,
+    on_both, scan, why, why_human, why_write,
+};
 use crate::util::k8s::backend::{Answer, Backend};
 use crate::util::k8s::incident::Incident;
 use crate::util::k8s::traffic::{Call, Traffic};
@@ -193,11 +196,89 @@ fn wait_failing(cp: &ControlPlane, traffic: &Traffic, status: u16) {
 }
 
 /// A validating webhook with `failurePolicy: Fail` whose backend is stopped: every dial is
-/// refused and every create in its namespaces fails.
-fn validating_backend_refuses(assets: &Assets) -> (Scan, Expect) {
+/// refused and every create in its namespaces fails. Also judged by `why` of a client's create
+/// (a server-side dry run: admission runs, nothing is stored) and by `analyze --raw` of what the
+/// on-call engineer saved.
+fn validating_backend_refuses(assets: &Assets) -> Checks {
     let (cp, _backend, hook, _traffic) = refused_validating(assets);
     let s = scan(&cp, &[]);
-    (s, hook.blamed("critical"))
+    let object = configmap("team-a", "release-notes");
+    let w = why_write(&cp, &object, &[]);
+    assert_why_human(&cp, &object, &hook);
+    let incident = client_create_incident(&cp, "team-a", "release-notes");
+    vec![
+        (s, hook.blamed("critical")),
+        (
+            w,
+            Expect::Request {
+                class: "Admission",
+                severity: "critical",
+            },
+        ),
+        (raw_read_all(&incident), hook.blamed("critical")),
+    ]
+    .into()
+}
+
+/// `analyze --raw` of `incident`, which must read all of it ([`assert_raw_read_all`]).
+fn raw_read_all(incident: &Incident) -> Scan {
+    let a = analyze_raw(incident.path());
+    assert_raw_read_all(&a);
+    a
+}
+
+/// A ConfigMap `name` in `namespace`, as a client's manifest.
+fn configmap(namespace: &str, name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {namespace}}}\ndata: {{k: v}}\n"
+    )
+}
+
+/// What an on-call engineer saves when a client's ConfigMap creates in `namespace` fail: the
+/// usual objects and dumps, the client's `kubectl create -v=6` (its round trips and its error),
+/// `curl` of the same POST with the `-w` trailer, and kube-apiserver's log tail.
+fn client_create_incident(cp: &ControlPlane, namespace: &str, name: &str) -> Incident {
+    let mut incident = Incident::new();
+    incident.usual(cp);
+    incident.kubectl(
+        cp,
+        "kubectl-create",
+        &[
+            "create",
+            "configmap",
+            name,
+            "-n",
+            namespace,
+            "--from-literal=k=v",
+            "-v=6",
+        ],
+    );
+    let body = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}-curl"}},"data":{{"k":"v"}}}}"#
+    );
+    incident.curl_apiserver(
+        cp,
+        "curl-create",
+        &format!("/api/v1/namespaces/{namespace}/configmaps"),
+        &[
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            &body,
+        ],
+    );
+    incident.log("kube-apiserver-log", cp.kube_apiserver(), 200);
+    incident
+}
+
+/// `why`'s human view of the dry-run create of `object`: exit 1 for a critical verdict, reading
+/// right (see [`assert_why_reads_right`]) and naming the webhook.
+fn assert_why_human(cp: &ControlPlane, object: &str, hook: &Hook) {
+    let (code, text) = why_human(cp, Some(object), &[]);
+    assert_eq!(code, 1, "a critical verdict exits 1:\n{text}");
+    assert_why_reads_right(&text, "Admission", &[hook.name]);
 }
 on_both!(validating_backend_refuses);
 
@@ -224,8 +305,9 @@ fn refused_validating(assets: &Assets) -> (ControlPlane, Backend, Hook<'static>,
 }
 
 /// A mutating webhook, called through its Service, whose backend stalls past `timeoutSeconds`:
-/// every call is cut off by the dispatcher's deadline.
-fn mutating_backend_stalls(assets: &Assets) -> (Scan, Expect) {
+/// every call is cut off by the dispatcher's deadline. Also judged by `why` of a client's create
+/// and by `analyze --raw` of the on-call's folder.
+fn mutating_backend_stalls(assets: &Assets) -> Checks {
     let cp = ControlPlane::start(assets, &[]);
     let backend = Backend::start(
         &cp.pki.backends_ca,
@@ -246,7 +328,23 @@ fn mutating_backend_stalls(assets: &Assets) -> (Scan, Expect) {
     install(&cp, &hook, &backend, &traffic);
     backend.answer(Answer::Stall(Duration::from_secs(8)));
     wait_failing(&cp, &traffic, 500);
-    (scan(&cp, &[]), hook.blamed("critical"))
+    let s = scan(&cp, &[]);
+    let object = configmap("shop", "cart-settings");
+    let w = why_write(&cp, &object, &[]);
+    assert_why_human(&cp, &object, &hook);
+    let incident = client_create_incident(&cp, "shop", "cart-settings");
+    vec![
+        (s, hook.blamed("critical")),
+        (
+            w,
+            Expect::Request {
+                class: "Admission",
+                severity: "critical",
+            },
+        ),
+        (raw_read_all(&incident), hook.blamed("critical")),
+    ]
+    .into()
 }
 on_both!(mutating_backend_stalls);
 
@@ -374,8 +472,9 @@ spec:
 }
 
 /// A CRD's conversion webhook backend (through its Service) is stopped: every read of the
-/// non-storage version fails.
-fn conversion_backend_refuses(assets: &Assets) -> (Scan, Expect) {
+/// non-storage version fails. Also judged by `why` of a controller's read of that version and by
+/// `analyze --raw` of the on-call's folder.
+fn conversion_backend_refuses(assets: &Assets) -> Checks {
     let cp = ControlPlane::start(assets, &[]);
     let mut backend = Backend::start(
         &cp.pki.backends_ca,
@@ -393,7 +492,41 @@ fn conversion_backend_refuses(assets: &Assets) -> (Scan, Expect) {
     let traffic = crd.readers(&cp, 3);
     backend.stop();
     wait_failing(&cp, &traffic, 500);
-    (scan(&cp, &[]), crd.blamed("critical"))
+    let s = scan(&cp, &[]);
+    // A controller's read of the converted version: `why` of it, and what the on-call saves.
+    let object = format!("{}/item-1", crd.path("v2"));
+    let w = why(&cp, "GET", &object, &[]);
+    let (code, text) = why_human(&cp, None, &["GET", &object]);
+    assert_eq!(code, 1, "a critical verdict exits 1:\n{text}");
+    assert_why_reads_right(&text, "Admission", &[&crd.name()]);
+    let mut incident = Incident::new();
+    incident.usual(&cp);
+    incident.kubectl(
+        &cp,
+        "kubectl-get",
+        &[
+            "get",
+            &format!("{}.v2.{}", crd.plural, crd.group),
+            "-n",
+            crd.namespace,
+            "item-1",
+            "-v=6",
+        ],
+    );
+    incident.curl_apiserver(&cp, "curl-get", &object, &[]);
+    incident.log("kube-apiserver-log", cp.kube_apiserver(), 200);
+    vec![
+        (s, crd.blamed("critical")),
+        (
+            w,
+            Expect::Request {
+                class: "Admission",
+                severity: "critical",
+            },
+        ),
+        (raw_read_all(&incident), crd.blamed("critical")),
+    ]
+    .into()
 }
 on_both!(conversion_backend_refuses);
 

@@ -307,6 +307,136 @@ pub(crate) fn why(cp: &ControlPlane, method: &str, path: &str, args: &[&str]) ->
     outcome(&format!("why {method} {path}"), &all)
 }
 
+/// `why --dry-run=server -f FILE -o json` against `cp`: a write through admission, sent only as a
+/// server-side dry run; `object` is the file's YAML (`args` adds flags: `--as`, …).
+pub(crate) fn why_write(cp: &ControlPlane, object: &str, args: &[&str]) -> Scan {
+    let files = Files::new();
+    let file = files.write("object.yaml", object);
+    let (kubeconfig, file) = (
+        cp.kubeconfig.display().to_string(),
+        file.display().to_string(),
+    );
+    let mut all = vec![
+        "why",
+        "--dry-run=server",
+        "-f",
+        &file,
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+    ];
+    all.extend_from_slice(args);
+    outcome("why --dry-run=server -f", &all)
+}
+
+/// `why`'s human view (the default output) of a request: `METHOD PATH` and flags in `args`, or,
+/// with `object` (a file's YAML), the server-side dry-run write of it. Its exit code and text —
+/// what an on-call engineer reads.
+pub(crate) fn why_human(cp: &ControlPlane, object: Option<&str>, args: &[&str]) -> (i32, String) {
+    let home = Files::new();
+    let kubeconfig = cp.kubeconfig.display().to_string();
+    let file = object.map(|o| home.write("object.yaml", o).display().to_string());
+    let mut all = vec!["why", "--kubeconfig", &kubeconfig, "--color", "never"];
+    if let Some(f) = &file {
+        all.extend(["--dry-run=server", "-f", f]);
+    }
+    all.extend_from_slice(args);
+    let r = run(home.path(), &all, &[("COLUMNS", "200")]);
+    (r.code, format!("{}{}", r.stdout, r.stderr))
+}
+
+/// `why`'s human view reads right for a request whose verdict is `class`: the verdict line says
+/// so and where it broke, a step of that rung is marked broken (✗), no step of it reads passed
+/// (✓) unless another step of the same rung broke (an aggregated path authenticates twice), the
+/// class is not among what it ruled out, and the view names each of `names` (the subject to
+/// blame).
+pub(crate) fn assert_why_reads_right(text: &str, class: &str, names: &[&str]) {
+    let verdict = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Verdict"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("why's view has no verdict line:\n{text}"));
+    assert!(
+        verdict.starts_with(&format!("{class},")),
+        "why's verdict is not {class}: {verdict}\n{text}"
+    );
+    let rung = verdict
+        .split(", broke at ")
+        .nth(1)
+        .and_then(|r| r.split([' ', ',']).next())
+        .unwrap_or_else(|| panic!("why's verdict says no rung: {verdict}\n{text}"));
+    let steps = |mark: &str| {
+        text.lines()
+            .filter(|l| {
+                l.trim_start()
+                    .strip_prefix(mark)
+                    .is_some_and(|rest| rest.split_whitespace().next() == Some(rung))
+                    && l.starts_with("  ")
+                    && !l.starts_with("    ")
+            })
+            .count()
+    };
+    assert!(
+        steps("✗") > 0,
+        "the verdict broke at {rung}, yet no {rung} step is marked broken:\n{text}"
+    );
+    let ruled_out: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Ruled out"))
+        .take_while(|l| l.starts_with("Ruled out") || l.starts_with("          "))
+        .map(|l| l.trim_start_matches("Ruled out").trim_start())
+        .collect();
+    assert!(
+        !ruled_out
+            .iter()
+            .any(|l| l.starts_with(&format!("{class} "))),
+        "why rules out {class}, the class of its own verdict:\n{text}"
+    );
+    for n in names {
+        assert!(text.contains(n), "why's view does not name {n}:\n{text}");
+    }
+}
+
+/// `analyze --raw` of an on-call's folder read all of it: no file left unrecognised, every
+/// client request named by what it asked (not `request in FILE`: a trace line or a `curl -v` the
+/// reader could not place), and no client request left unexplained (Inconclusive).
+pub(crate) fn assert_raw_read_all(a: &Scan) {
+    let unread: Vec<String> = a.diagnosis["gaps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| {
+            g["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("unrecognised content"))
+        })
+        .map(|g| g.to_string())
+        .collect();
+    assert!(
+        unread.is_empty(),
+        "files analyze --raw did not read: {unread:#?}"
+    );
+    let unplaced: Vec<String> = a.diagnosis["verdicts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["subject"]["kind"] == "Request")
+        .filter(|v| {
+            v["class"] == "Inconclusive"
+                || v["subject"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("request in "))
+        })
+        .map(|v| format!("{} {}", v["class"], v["subject"]["name"]))
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "client requests analyze --raw could not place or explain: {unplaced:?}\n{}",
+        a.describe()
+    );
+}
+
 /// `analyze --raw DIR -o json`: the files an on-call engineer saved.
 pub(crate) fn analyze_raw(dir: &std::path::Path) -> Scan {
     let d = dir.display().to_string();

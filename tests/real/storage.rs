@@ -5,8 +5,12 @@
 
 use std::time::Duration;
 
-use super::{Expect, SETTLE, Scan, on_both, scan};
+use super::{
+    Checks, Expect, SETTLE, Scan, analyze_raw, assert_raw_read_all, assert_why_reads_right,
+    on_both, scan, why, why_human,
+};
 use crate::util::k8s::backend::{Answer, Backend};
+use crate::util::k8s::incident::Incident;
 use crate::util::k8s::traffic::{Call, Traffic};
 use crate::util::k8s::{Assets, ControlPlane};
 
@@ -98,38 +102,126 @@ fn assert_storage_headline(s: &Scan) {
 }
 
 /// etcd frozen (SIGSTOP: a stuck process, a VM paused by its host): it accepts connections and
-/// never answers; writes hang until their timeout.
-fn etcd_frozen(assets: &Assets) -> (Scan, Expect) {
+/// never answers; writes hang until their timeout. Also judged by `why` of a client's LIST and by
+/// `analyze --raw` of the on-call's folder.
+fn etcd_frozen(assets: &Assets) -> Checks {
     let cp = ControlPlane::start(assets, &[]);
     namespace(&cp, "ledger");
     let _w = writers(&cp, "ledger", 2);
     cp.etcd.daemon.signal("STOP");
     wait_readyz_etcd_fails(&cp);
     let s = scan(&cp, &[]);
+    // A client's read that hangs on storage: `why` of it, and what the on-call saves.
+    let path = "/api/v1/namespaces/ledger/configmaps";
+    // As an on-call runs it against a hanging server: a short request timeout, a bounded
+    // gathering.
+    let bounded = ["--request-timeout", "3s", "--timeout", "10s"];
+    let w = why(&cp, "LIST", path, &bounded);
+    let (code, text) = why_human(&cp, None, &[&["LIST", path][..], &bounded].concat());
+    let incident = client_read_incident(&cp, "ledger", path);
     cp.etcd.daemon.signal("CONT");
     assert_storage_headline(&s);
-    (s, on_etcd("critical"))
+    assert_eq!(code, 1, "a critical verdict exits 1:\n{text}");
+    assert_why_reads_right(&text, "Storage", &["etcd"]);
+    // The storage step shows the health check that failed (1.36's is in livez: its readyz has
+    // no etcd check), not "no etcd check" above the findings that it fails.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  ✗ storage") && l.contains("[-]etcd failed")),
+        "the storage step names the failing etcd check:\n{text}"
+    );
+    let a = analyze_raw(incident.path());
+    assert_raw_read_all(&a);
+    vec![
+        (s, on_etcd("critical")),
+        (
+            w,
+            Expect::Request {
+                class: "Storage",
+                severity: "critical",
+            },
+        ),
+        (a, on_etcd("critical")),
+    ]
+    .into()
+}
+
+/// What an on-call engineer saves when a client's reads of `namespace`'s ConfigMaps fail or
+/// crawl: the usual objects and dumps (etcd's health and metrics among them), `/livez?verbose`
+/// (1.36's readyz has no etcd check), the client's `kubectl get -v=6` with a request timeout, `curl`
+/// of the same LIST with the `-w` trailer, and kube-apiserver's log tail.
+fn client_read_incident(cp: &ControlPlane, namespace: &str, path: &str) -> Incident {
+    let mut incident = Incident::new();
+    incident.usual(cp);
+    let (_, livez) = cp.raw_get("/livez?verbose");
+    incident.write("livez", &livez);
+    incident.kubectl(
+        cp,
+        "kubectl-get",
+        &[
+            "get",
+            "configmaps",
+            "-n",
+            namespace,
+            "--request-timeout=3s",
+            "-v=6",
+        ],
+    );
+    incident.curl_apiserver(cp, "curl-list", path, &["--max-time", "3"]);
+    incident.log("kube-apiserver-log", cp.kube_apiserver(), 200);
+    incident
 }
 on_both!(etcd_frozen);
 
-/// etcd killed (an OOM kill, a node lost): kube-apiserver's dials are refused.
-fn etcd_killed(assets: &Assets) -> (Scan, Expect) {
+/// etcd killed (an OOM kill, a node lost): kube-apiserver's dials are refused. Also judged by
+/// `why` of a controller's GET and by `analyze --raw` of the on-call's folder.
+fn etcd_killed(assets: &Assets) -> Checks {
     let mut cp = ControlPlane::start(assets, &[]);
     namespace(&cp, "orders");
+    cp.kubectl(&[
+        "create",
+        "configmap",
+        "routing",
+        "-n",
+        "orders",
+        "--from-literal=zone=a",
+    ]);
     let _w = writers(&cp, "orders", 1);
     cp.etcd.daemon.signal("KILL");
     let _ = cp.etcd.daemon.wait_exit();
     wait_readyz_etcd_fails(&cp);
     let s = scan(&cp, &[]);
     assert_storage_headline(&s);
-    (s, on_etcd("critical"))
+    // A controller's GET of its object fails: `why` of it, and what the on-call saves.
+    let path = "/api/v1/namespaces/orders/configmaps/routing";
+    let bounded = ["--request-timeout", "3s", "--timeout", "10s"];
+    let w = why(&cp, "GET", path, &bounded);
+    let (code, text) = why_human(&cp, None, &[&["GET", path][..], &bounded].concat());
+    assert_eq!(code, 1, "a critical verdict exits 1:\n{text}");
+    assert_why_reads_right(&text, "Storage", &["etcd"]);
+    let incident = client_read_incident(&cp, "orders", path);
+    let a = analyze_raw(incident.path());
+    assert_raw_read_all(&a);
+    vec![
+        (s, on_etcd("critical")),
+        (
+            w,
+            Expect::Request {
+                class: "Storage",
+                severity: "critical",
+            },
+        ),
+        (a, on_etcd("critical")),
+    ]
+    .into()
 }
 on_both!(etcd_killed);
 
 /// etcd slow (a saturated disk, a distant member): every round trip from kube-apiserver takes
 /// hundreds of milliseconds more, while etcd's own health, kube-apiserver's readyz and every
-/// other check pass (3c: Storage, a warning).
-fn etcd_slow(assets: &Assets) -> (Scan, Expect) {
+/// other check pass (3c: Storage, a warning). Also `why` of a client's LIST (it succeeds) and
+/// `analyze --raw` of the on-call's folder.
+fn etcd_slow(assets: &Assets) -> Checks {
     let cp = ControlPlane::start(assets, &[]);
     namespace(&cp, "billing");
     let w = writers(&cp, "billing", 2);
@@ -153,7 +245,33 @@ fn etcd_slow(assets: &Assets) -> (Scan, Expect) {
         without.describe()
     );
     assert!(w.count(201) > 0, "no write succeeded: {:?}", w.seen());
-    (s, on_etcd("warning"))
+    // A client's LIST takes the delay (a few hundred ms: not yet a slow request, which the tool
+    // calls one from 1 s): `why` of it says it succeeded, and does not read as if storage had
+    // failed it while marking etcd's warning on its storage step.
+    let path = "/api/v1/namespaces/billing/configmaps";
+    let (code, text) = why_human(&cp, None, &["LIST", path]);
+    assert_eq!(
+        code, 0,
+        "a warning does not fail why's default gate:\n{text}"
+    );
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("Verdict"))
+        .unwrap_or("");
+    assert!(
+        verdict.contains("succeeded") && verdict.contains("at storage"),
+        "why's verdict on a request that got through a slow etcd: {verdict}\n{text}"
+    );
+    assert!(
+        text.contains("Etcd/etcd Storage warning"),
+        "why names etcd's warning:\n{text}"
+    );
+    // What the on-call saves: one dump of /metrics is history, so the folder's storage evidence
+    // is in the log (traced storage calls taking the delay) and etcd's own metrics.
+    let incident = client_read_incident(&cp, "billing", path);
+    let a = analyze_raw(incident.path());
+    assert_raw_read_all(&a);
+    vec![(s, on_etcd("warning")), (a, on_etcd("warning"))].into()
 }
 on_both!(etcd_slow);
 

@@ -401,6 +401,12 @@ pub(crate) fn read_body(
         ),
         Some("APIVersions") => discovery(probe, "/api".into()),
         _ => {
+            // etcd's own `/health` answer (`{"health":"true"}`), kept for assembly to read as
+            // etcd's health check (`finish::etcd_health`).
+            if str_at("health").is_some() {
+                probe.body = Some(truncate(body, 2048));
+                return Ok(());
+            }
             // `/version` has no `kind`; gitVersion with major is its shape (apimachinery
             // `version.Info`), and the first one seen names the server for version-aware rules.
             if let (Some(git), Some(major)) = (str_at("gitVersion"), str_at("major")) {

@@ -276,11 +276,24 @@ fn starts_like_json(line: &str) -> bool {
     }
 }
 
-/// curl's `-w` line, its error and exit lines, and known plain-text bodies.
+/// curl's `-w` line, its error and exit lines, and known plain-text bodies. `curl -v` notes of a
+/// request that got no response (`* ` connection and TLS notes, `> ` request lines, `{ [5 bytes
+/// data]`) are not body: a TLS handshake alone writes some forty of them before a timeout.
 fn is_curl_output(lines: &[&str]) -> bool {
     let (start, trailers) = split_trailer(lines);
     let curl_trailer = trailers.iter().any(|t| !matches!(t, Trailer::Exit { .. }));
-    let body = &lines[..start];
+    let verbose_note = |l: &&str| {
+        l.starts_with("* ")
+            || l.starts_with("> ")
+            || *l == ">"
+            || l.starts_with("{ [")
+            || l.starts_with("} [")
+    };
+    let body: Vec<&str> = lines[..start]
+        .iter()
+        .copied()
+        .filter(|l| !verbose_note(l))
+        .collect();
     let known_body = !body.is_empty()
         && body.len() <= 4
         && KNOWN_PLAIN_BODIES

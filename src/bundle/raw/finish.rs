@@ -2,7 +2,8 @@
 //!
 //! In order: one metrics source per target; lone curl parts of one request joined by file stem;
 //! the collection time taken from the evidence and every klog time resolved against it; identical
-//! probes folded into one with `attempts`; probes, log findings and timed hops mapped to the
+//! probes folded into one with `attempts`; an on-call's request of etcd's own `/health` read as
+//! etcd's health check (or a gap, when it got no answer); probes, log findings and timed hops mapped to the
 //! objects they concern; supplied leaf certificates verified at the collection time; and gaps recorded for the
 //! evidence a diagnosis usually wants but that was not supplied.
 
@@ -59,6 +60,13 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
     }
     // Targets are mapped last: they need every object (webhooks by name, FlowSchemas by UID).
     for (mut probe, gv) in probes {
+        if let Some(health) = etcd_health(&probe) {
+            match health {
+                Ok(check) => imp.bundle.health_checks.push(check),
+                Err(gap) => imp.bundle.gaps.push(gap),
+            }
+            continue;
+        }
         if probe.attempts > 1
             && probe.status_counts.is_empty()
             && let Some(code) = probe.status
@@ -80,6 +88,57 @@ pub(crate) fn assemble(mut imp: Importer, now: Timestamp) -> EvidenceBundle {
     cert_check::verify_supplied_leaves(&mut imp, at);
     not_supplied_gaps(&mut imp.bundle);
     imp.bundle
+}
+
+/// An on-call's request of etcd's own `/health` (`curl -v http://<etcd>:2379/health`): a health
+/// check of etcd, as `scan --etcd-metrics-url` reads it, not a request through the API server —
+/// no API server serves `/health` (kube-apiserver and every generic API server serve `/healthz`,
+/// `/livez` and `/readyz`). Its answer is the check; no answer is a `health/etcd` gap with curl's
+/// words, as a scan records a `/health` that does not answer in time. `None` for other requests.
+fn etcd_health(p: &Probe) -> Option<Result<crate::bundle::HealthCheck, Gap>> {
+    use crate::bundle::observations::{Component, HealthEndpoint};
+    let path = p.path.as_deref()?.split('?').next()?;
+    if path != "/health" {
+        return None;
+    }
+    let origin = p.origin.files.first().cloned();
+    let answer = p
+        .body
+        .as_deref()
+        .and_then(|b| serde_json::from_str::<serde_json::Value>(b).ok());
+    let Some(answer) = answer.filter(|v| v.get("health").is_some_and(|h| h.is_string())) else {
+        let why = p.error.clone().unwrap_or_else(|| match p.status {
+            Some(code) => format!("HTTP {code} without a health document"),
+            None => "no answer".to_string(),
+        });
+        let reason = if p.status.is_some() {
+            GapReason::Error
+        } else if why.contains("(28)") || why.contains("timed out") {
+            GapReason::Timeout
+        } else {
+            GapReason::Unreachable
+        };
+        let file = origin.map(|f| format!(" ({f})")).unwrap_or_default();
+        return Some(Err(Gap::new(
+            "health/etcd",
+            reason,
+            format!("etcd's /health{file}: {why}"),
+        )));
+    };
+    let ok = answer["health"] == "true";
+    let reason = answer
+        .get("reason")
+        .and_then(serde_json::Value::as_str)
+        .filter(|r| !r.is_empty());
+    Some(Ok(crate::bundle::HealthCheck {
+        endpoint: HealthEndpoint::EtcdHealth,
+        ok,
+        checks: Vec::new(),
+        error: (!ok).then(|| reason.unwrap_or("etcd reported health false").to_string()),
+        target: p.address.clone(),
+        origin,
+        component: Some(Component::Etcd),
+    }))
 }
 
 /// Join lone curl parts (headers, body, `-w` status line) of one directory and file stem.

@@ -38,13 +38,15 @@ pub(crate) fn is_trace_marker(source: &str, message: &str) -> bool {
 
 // The request/response lines of every kubectl since 1.18: `-v6` prints one line per response
 // (`GET <url> 503 Service Unavailable in 1 milliseconds`; structured from 1.31 on), `-v7`+ print the
-// request line first and the status later (`Response Status: …`).
+// request line first and the status later (`Response Status: …`). A request that got no response
+// (kubectl's `--request-timeout` passed, the connection broke) has an empty status: `GET <url>  in
+// 3000 milliseconds`, `status=""` — still the request, with no status.
 static RESPONSE_OLD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^([A-Z]+) (https?://\S+) (\d{3})(?: [^\n]*?)? in (\d+) milliseconds")
+    Regex::new(r"^([A-Z]+) (https?://\S+) (?:(\d{3})(?: [^\n]*?)?)? ?in (\d+) milliseconds")
         .expect("static regex")
 });
 static RESPONSE_NEW: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#""Response" verb="([A-Z]+)" url="([^"]+)" status="(\d{3})[^"]*"(?: headers=.*?)? milliseconds=(\d+)"#)
+    Regex::new(r#""Response" verb="([A-Z]+)" url="([^"]+)" status="(\d{3})?[^"]*"(?: headers=.*?)? milliseconds=(\d+)"#)
         .expect("static regex")
 });
 static REQUEST_LINE: LazyLock<Regex> =
@@ -121,7 +123,8 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
             .or_else(|| RESPONSE_OLD.captures(msg))
         {
             section = Section::None;
-            requests.push(request(file, &c[1], &c[2], &c[3], &c[4], line.stamp));
+            let status = c.get(3).map_or("", |m| m.as_str());
+            requests.push(request(file, &c[1], &c[2], status, &c[4], line.stamp));
             continue;
         }
         if let Some(c) = REQUEST_LINE.captures(msg.trim()) {
@@ -201,8 +204,10 @@ pub(crate) fn read(imp: &mut Importer, file: &FileCtx, text: &str) -> Result<Yie
             }
         // client-go's `request.go` logs transport errors (dial, TLS, EOF) that never reach a
         // response line; the first one is the request's own error, later ones its retries.
-        } else if source.starts_with("request.go")
-            && msg.contains("error")
+        // kubectl's `helpers.go` says the same of a request that got no response (`Connection
+        // error: Get …: net/http: request canceled (Client.Timeout exceeded …)`).
+        } else if (source.starts_with("request.go") && msg.contains("error")
+            || source.starts_with("helpers.go") && msg.starts_with("Connection error:"))
             && let Some(r) = requests.last_mut()
         {
             r.probe.error.get_or_insert_with(|| msg.to_string());

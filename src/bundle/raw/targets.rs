@@ -2,14 +2,17 @@
 //!
 //! A probe or a log finding is only useful to a rule when it names its subject. The mapping uses
 //! what the evidence itself says, most specific first: a webhook quoted by name (`failed calling
-//! webhook "<name>"`, `admission webhook "<name>" denied the request`); an aggregated or built-in
-//! group/version in the path (`/apis/<g>/<v>/…` is served through APIService `<v>.<g>`);
-//! kubectl's request description (`get flunders.wardle.example.com`: the APIService of that group,
-//! or the CRD `flunders.wardle.example.com`); the apiVersion of objects a watch streamed; and, for
-//! a dial that got no answer (curl's `Failed to connect to <host> port <port>`), the webhook or CRD
-//! conversion webhook whose backend is served at that address; and for a write whose error names no
-//! webhook but shows a mutating webhook's answer broke it (a 422 from the object's own validation,
-//! a JSONPatch that does not apply), the one mutating webhook that intercepts that write.
+//! webhook "<name>"`, `admission webhook "<name>" denied the request`); a CRD whose conversion
+//! webhook an error names (`conversion webhook for <g>/<v>, Kind=<K> failed`); a CRD's resource in
+//! the path (`/apis/<g>/<v>/…/<plural>`, when no extension API server serves the group: the CRD,
+//! not the local APIService it registers); an aggregated or built-in group/version in the path
+//! (`/apis/<g>/<v>/…` is served through APIService `<v>.<g>`); kubectl's request description
+//! (`get flunders.wardle.example.com`: the remote APIService of that group, else the CRD
+//! `flunders.wardle.example.com`); the apiVersion of objects a watch streamed; and, for a dial that
+//! got no answer (curl's `Failed to connect to <host> port <port>`), the webhook or CRD conversion
+//! webhook whose backend is served at that address; and for a write whose error names no webhook
+//! but shows a mutating webhook's answer broke it (a 422 from the object's own validation, a
+//! JSONPatch that does not apply), the one mutating webhook that intercepts that write.
 
 use std::sync::LazyLock;
 
@@ -57,22 +60,64 @@ fn api_service_of_group_version(gv: &str) -> Option<ObjectRef> {
     ))
 }
 
-/// The APIService or CRD serving `<resource>.<group>`, when the bundle has it.
+/// The APIService or CRD serving `<resource>.<group>`, when the bundle has it: an extension API
+/// server's (remote) APIService, else the CRD of that name, else the group's local APIService. A
+/// CRD's group is served by kube-apiserver itself behind a local APIService the CRD registers
+/// (`v1.<group>`, no Service): the CRD, not that APIService, is what such a request concerns.
 fn served_resource(resource_dot_group: &str, b: &EvidenceBundle) -> Option<ObjectRef> {
     let (resource, group) = resource_dot_group.split_once('.')?;
-    let candidates: Vec<_> = b.api_services.iter().filter(|a| a.group == group).collect();
-    if let Some(a) = candidates
-        .iter()
-        .max_by_key(|a| (!a.is_local(), a.version_priority.unwrap_or(0)))
-    {
-        return Some(ObjectRef::cluster(Kind::ApiService, &a.name));
+    if let Some(a) = remote_api_service_of_group(group, b) {
+        return Some(a);
     }
     let crd = format!("{resource}.{group}");
+    if b.crds.iter().any(|c| c.name == crd) {
+        return Some(ObjectRef::cluster(Kind::CustomResourceDefinition, &crd));
+    }
+    b.api_services
+        .iter()
+        .filter(|a| a.group == group)
+        .max_by_key(|a| a.version_priority.unwrap_or(0))
+        .map(|a| ObjectRef::cluster(Kind::ApiService, &a.name))
+}
+
+/// The CRD serving a request path (`/apis/<g>/<v>/[namespaces/<ns>/]<plural>…`), when the bundle
+/// has it and no extension API server serves that group.
+fn crd_of_path(path: &str, b: &EvidenceBundle) -> Option<ObjectRef> {
+    let path = path.split('?').next()?;
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (group, rest) = match parts.as_slice() {
+        ["apis", group, _version, rest @ ..] => (*group, rest),
+        _ => return None,
+    };
+    let plural = match rest {
+        ["namespaces", _, plural, ..] => *plural,
+        [plural, ..] => *plural,
+        [] => return None,
+    };
+    if remote_api_service_of_group(group, b).is_some() {
+        return None;
+    }
     b.crds
         .iter()
-        .any(|c| c.name == crd)
-        .then(|| ObjectRef::cluster(Kind::CustomResourceDefinition, &crd))
+        .find(|c| c.group == group && c.plural == plural)
+        .map(|c| ObjectRef::cluster(Kind::CustomResourceDefinition, &c.name))
 }
+
+/// The CRD whose conversion webhook an error names: kube-apiserver's `conversion webhook for
+/// <group>/<version>, Kind=<Kind> failed: …` (apiextensions-apiserver's `webhook_converter.go`).
+fn conversion_crd(text: &str, b: &EvidenceBundle) -> Option<ObjectRef> {
+    let c = CONVERSION_NAMED.captures(text)?;
+    let (group, kind) = (&c[1], &c[2]);
+    b.crds
+        .iter()
+        .find(|crd| crd.group == group && crd.kind == kind)
+        .map(|crd| ObjectRef::cluster(Kind::CustomResourceDefinition, &crd.name))
+}
+
+static CONVERSION_NAMED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"conversion webhook for ([^/\s,]*)/[^\s,]+, Kind=([A-Za-z0-9]+)")
+        .expect("static regex")
+});
 
 /// The object a probe concerns.
 pub(crate) fn probe_target(
@@ -84,6 +129,13 @@ pub(crate) fn probe_target(
         if let Some(c) = WEBHOOK_NAMED.captures(text) {
             return Some(webhook_ref(&c[1], b));
         }
+    }
+    if let Some(t) = p
+        .error_texts()
+        .into_iter()
+        .find_map(|t| conversion_crd(t, b))
+    {
+        return Some(t);
     }
     if let Some(t) = dialled_backend(p, b) {
         return Some(t);
@@ -101,6 +153,9 @@ pub(crate) fn probe_target(
     });
     if rejected && flow_schema.is_some() {
         return flow_schema;
+    }
+    if let Some(t) = p.path.as_deref().and_then(|path| crd_of_path(path, b)) {
+        return Some(t);
     }
     if let Some(t) = p.path.as_deref().and_then(api_service_of_path) {
         return Some(t);
@@ -430,5 +485,78 @@ mod tests {
         );
         assert!(api_service_of_path("/api/v1/namespaces/x/configmaps").is_none());
         assert!(api_service_of_path("/apis").is_none());
+    }
+
+    /// A bundle with a CRD `gadgets.widgets.example.org` and the local APIService its group
+    /// registers (`v2.widgets.example.org`, no Service).
+    fn crd_bundle() -> EvidenceBundle {
+        let mut b = EvidenceBundle::default();
+        b.crds.push(crate::bundle::Crd {
+            name: "gadgets.widgets.example.org".into(),
+            group: "widgets.example.org".into(),
+            kind: "Gadget".into(),
+            plural: "gadgets".into(),
+            ..Default::default()
+        });
+        b.api_services.push(crate::bundle::ApiService {
+            name: "v2.widgets.example.org".into(),
+            group: "widgets.example.org".into(),
+            version: "v2".into(),
+            ..Default::default()
+        });
+        b
+    }
+
+    fn client_probe(path: Option<&str>, description: Option<&str>, error: &str) -> Probe {
+        let mut p = Probe::new(crate::bundle::ProbeOrigin {
+            kind: crate::bundle::probes::ProbeKind::ClientOutput,
+            tool: crate::bundle::probes::ClientTool::Kubectl,
+            files: vec![],
+        });
+        p.path = path.map(str::to_string);
+        p.description = description.map(str::to_string);
+        p.error = Some(error.to_string()).filter(|e| !e.is_empty());
+        p
+    }
+
+    #[test]
+    fn a_crds_request_concerns_the_crd_not_its_local_api_service() {
+        let b = crd_bundle();
+        let crd = Some(ObjectRef::cluster(
+            Kind::CustomResourceDefinition,
+            "gadgets.widgets.example.org",
+        ));
+        let failed = "conversion webhook for widgets.example.org/v1, Kind=Gadget failed: Post \"https://c.s.svc:443/convert?timeout=30s\": dial tcp 127.0.0.1:443: connect: connection refused";
+        // By the error alone (kubectl's output without -v: no path).
+        assert_eq!(
+            probe_target(&client_probe(None, None, failed), None, &b),
+            crd
+        );
+        // By the path, whatever the error.
+        let path = "/apis/widgets.example.org/v2/namespaces/w/gadgets/item-1";
+        assert_eq!(
+            probe_target(&client_probe(Some(path), None, ""), None, &b),
+            crd
+        );
+        // By kubectl's description of the request.
+        let desc = "get gadgets.widgets.example.org";
+        assert_eq!(
+            probe_target(&client_probe(None, Some(desc), ""), None, &b),
+            crd
+        );
+        // An extension API server serving the group is still what its paths concern.
+        let mut b = b;
+        b.api_services[0].service = Some(crate::bundle::ServiceRef {
+            namespace: "ext".into(),
+            name: "api".into(),
+            port: None,
+            path: None,
+        });
+        assert_eq!(
+            probe_target(&client_probe(Some(path), None, ""), None, &b)
+                .unwrap()
+                .kind,
+            Kind::ApiService
+        );
     }
 }

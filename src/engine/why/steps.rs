@@ -275,21 +275,28 @@ fn authz(p: &Probe, trace: &Trace) -> Step {
     }
 }
 
-/// kube-apiserver's etcd, as the readiness check and the latency around the request show it.
-/// The `etcd` check of `/readyz` is kube-apiserver's own client reaching etcd, the storage this
-/// request used; etcd's own `/health` may be fine while that client is not.
+/// kube-apiserver's etcd, as its health checks and the latency around the request show it.
+/// The `etcd` check is kube-apiserver's own client reaching etcd, the storage this request used;
+/// etcd's own `/health` may be fine while that client is not. It is read from `/readyz`, else from
+/// `/livez`: since 1.3x kube-apiserver's readyz has no etcd check (`etcd-readiness` aside), its
+/// livez still has one — a step that said "readyz has no etcd check" beside a finding that livez's
+/// etcd check fails read as a contradiction.
 fn storage(b: &EvidenceBundle) -> Step {
-    let readyz = b
-        .health_checks
-        .iter()
-        .find(|h| h.endpoint == crate::bundle::observations::HealthEndpoint::ApiserverReadyz);
-    let etcd = readyz.and_then(|h| h.checks.iter().find(|c| c.name == "etcd"));
-    let (seen, text) = match etcd {
-        Some(c) if c.ok => (Seen::Ok, "readyz: etcd ok".to_string()),
-        Some(c) => (
+    fn etcd_in(h: Option<&crate::bundle::HealthCheck>) -> Option<&crate::bundle::HealthCheckItem> {
+        h.and_then(|h| h.checks.iter().find(|c| c.name == "etcd"))
+    }
+    use crate::bundle::observations::HealthEndpoint;
+    let of = |e: HealthEndpoint| b.health_checks.iter().find(|h| h.endpoint == e);
+    let readyz = of(HealthEndpoint::ApiserverReadyz);
+    let check = etcd_in(readyz)
+        .map(|c| ("readyz", c))
+        .or_else(|| etcd_in(of(HealthEndpoint::ApiserverLivez)).map(|c| ("livez", c)));
+    let (seen, text) = match check {
+        Some((endpoint, c)) if c.ok => (Seen::Ok, format!("{endpoint}: etcd ok")),
+        Some((endpoint, c)) => (
             Seen::Bad,
             format!(
-                "readyz: [-]etcd failed: {}",
+                "{endpoint}: [-]etcd failed: {}",
                 c.reason.as_deref().unwrap_or("")
             ),
         ),

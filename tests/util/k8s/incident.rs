@@ -74,10 +74,8 @@ impl Incident {
 
     /// `kubectl get KINDS -A -o json` (only stdout: the objects), skipped when kubectl fails.
     pub fn objects(&mut self, cp: &ControlPlane, kinds: &str) {
-        let out = cp.kubectl_output(&["get", kinds, "-A", "-o", "json"], None);
-        if out.status.success() {
-            let stem = kinds.replace(',', "-");
-            self.write(&stem, &String::from_utf8_lossy(&out.stdout));
+        if let Some(json) = objects_json(cp, kinds) {
+            self.write(&kinds.replace(',', "-"), &json);
         }
     }
 
@@ -107,6 +105,8 @@ impl Incident {
             .args(["-w", "\nHTTP %{http_code} time_total=%{time_total}\n"])
             .env_remove("HTTPS_PROXY")
             .env_remove("https_proxy")
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
             .output()
             .expect("curl is on PATH (.ci/run installs it)");
         let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -119,40 +119,83 @@ impl Incident {
     }
 
     /// What every folder holds: the path's objects, kube-apiserver's `/metrics` and
-    /// `/readyz?verbose`, and etcd's `/health` and `/metrics`.
+    /// `/readyz?verbose`, etcd's `/health` (`curl -v`, as people check it) and `/metrics`. Each is
+    /// fetched at once beside the others (a frozen etcd holds every LIST until its timeout), and a
+    /// fetch that gets no answer leaves no dump — except etcd's `/health`, whose `curl -v` says
+    /// whom it dialled and that nothing answered.
     pub fn usual(&mut self, cp: &ControlPlane) {
-        self.objects(cp, "apiservices");
-        self.objects(
-            cp,
+        const KINDS: [&str; 5] = [
+            "apiservices",
             "validatingwebhookconfigurations,mutatingwebhookconfigurations",
-        );
-        self.objects(cp, "customresourcedefinitions");
-        self.objects(cp, "services,endpoints");
-        self.objects(cp, "flowschemas,prioritylevelconfigurations");
-        let (_, metrics) = cp.raw_get("/metrics");
-        self.write("apiserver-metrics", &metrics);
-        let (_, readyz) = cp.raw_get("/readyz?verbose");
-        self.write("readyz", &readyz);
-        let etcd = super::control_plane::plain_client();
-        let base = cp.etcd.url();
-        let (health, metrics) = super::RUNTIME.block_on(async {
-            let get = |p: &str| {
-                let (etcd, url) = (etcd.clone(), format!("{base}{p}"));
-                async move {
-                    match etcd.get(&url).send().await {
-                        Ok(r) => r.text().await.unwrap_or_default(),
-                        Err(e) => format!("curl: (28) {e}\n"),
-                    }
-                }
-            };
-            (get("/health").await, get("/metrics").await)
+            "customresourcedefinitions",
+            "services,endpoints",
+            "flowschemas,prioritylevelconfigurations",
+        ];
+        let etcd = cp.etcd.url();
+        let (objects, metrics, readyz, etcd_metrics) = std::thread::scope(|s| {
+            let objects: Vec<_> = KINDS
+                .iter()
+                .map(|k| s.spawn(move || objects_json(cp, k)))
+                .collect();
+            let metrics = s.spawn(|| cp.raw_get("/metrics"));
+            let readyz = s.spawn(|| cp.raw_get("/readyz?verbose"));
+            let etcd_metrics = s.spawn(|| {
+                let out = Command::new("curl")
+                    .args(["-sS", "--max-time", "5", &format!("{etcd}/metrics")])
+                    .env_remove("HTTP_PROXY")
+                    .env_remove("http_proxy")
+                    .output()
+                    .expect("curl is on PATH (.ci/run installs it)");
+                out.status
+                    .success()
+                    .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+            });
+            (
+                objects
+                    .into_iter()
+                    .map(|h| h.join().unwrap())
+                    .collect::<Vec<_>>(),
+                metrics.join().unwrap(),
+                readyz.join().unwrap(),
+                etcd_metrics.join().unwrap(),
+            )
         });
-        self.write("etcd-health", &health);
-        self.write("etcd-metrics", &metrics);
+        for (kinds, json) in KINDS.iter().zip(objects) {
+            if let Some(json) = json {
+                self.write(&kinds.replace(',', "-"), &json);
+            }
+        }
+        // Status 0: nothing answered (the admin client's timeout).
+        if metrics.0 != 0 {
+            self.write("apiserver-metrics", &metrics.1);
+        }
+        if readyz.0 != 0 {
+            self.write("readyz", &readyz.1);
+        }
+        self.curl(
+            "etcd-health",
+            &["--max-time".into(), "3".into(), format!("{etcd}/health")],
+        );
+        if let Some(m) = etcd_metrics {
+            self.write("etcd-metrics", &m);
+        }
     }
 
     /// The last `lines` lines of a process's log.
     pub fn log(&mut self, stem: &str, daemon: &Daemon, lines: usize) {
         self.write(stem, &daemon.log_tail(lines));
     }
+}
+
+/// `kubectl get KINDS -A -o json`'s objects, `None` when kubectl fails — also when it gets no
+/// answer within 5 s (a LIST waits on etcd: a frozen one would hold it until kube-apiserver's
+/// own 60 s timeout).
+fn objects_json(cp: &ControlPlane, kinds: &str) -> Option<String> {
+    let out = cp.kubectl_output(
+        &["get", kinds, "-A", "-o", "json", "--request-timeout=5s"],
+        None,
+    );
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -474,7 +474,7 @@ fn requests_that_got_no_response_keep_their_path_and_etcd_health_is_a_check() {
     write(
         tmp.path(),
         "curl",
-        &format!(
+        format!(
             "*   Trying 127.0.0.1:40761...\n* Connected to 127.0.0.1 (127.0.0.1) port 40761 (#0)\n{tls}\
              > GET /api/v1/namespaces/ledger/configmaps HTTP/2\n> Host: 127.0.0.1:40761\n\
              > user-agent: curl/7.88.1\n> accept: */*\n> \n{{ [5 bytes data]\n\

@@ -862,7 +862,7 @@ async fn a_write_slowed_by_a_webhook_is_an_admission_warning() {
     assert_eq!(r.code, 1, "--fail-on warning counts it: {}", r.stderr);
     assert!(
         r.stdout
-            .contains("Verdict   Admission, warning, broke at admission"),
+            .contains("Verdict   Admission, warning, slow at admission"),
         "{}",
         r.stdout
     );

@@ -134,22 +134,8 @@ pub(super) fn probes<'a>(run: &'a Run<'a>, _found: &'a Found<'a>) -> SourceFutur
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::probes::ResponseHeaders;
 
-    fn answer(status: u16, body: &str) -> Result<Response, FetchError> {
-        Ok(Response {
-            status,
-            headers: ResponseHeaders::default(),
-            body: bytes::Bytes::from(body.to_string()),
-            latency_ms: 3.0,
-        })
-    }
-
-    fn status(code: u16, message: &str) -> String {
-        serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-            "message": message, "reason": "Forbidden", "code": code})
-        .to_string()
-    }
+    use crate::collect::fetch::answers::{answer, forbidden as status};
 
     #[test]
     fn a_failing_authorizer_is_an_observation_of_kube_apiserver() {

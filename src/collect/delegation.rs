@@ -140,22 +140,8 @@ pub fn classify(owner: ObjectRef, path: &str, res: &Result<Response, FetchError>
 mod tests {
     use super::*;
     use crate::bundle::Kind;
-    use crate::bundle::probes::ResponseHeaders;
 
-    fn answer(status: u16, body: &str) -> Result<Response, FetchError> {
-        Ok(Response {
-            status,
-            headers: ResponseHeaders::default(),
-            body: bytes::Bytes::from(body.to_string()),
-            latency_ms: 3.0,
-        })
-    }
-
-    fn status(code: u16, message: &str) -> String {
-        serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-            "message": message, "reason": "Forbidden", "code": code})
-        .to_string()
-    }
+    use crate::collect::fetch::answers::{answer, forbidden as status};
 
     fn owner() -> ObjectRef {
         ObjectRef::cluster(Kind::ApiService, "v1alpha1.wardle.example.com")

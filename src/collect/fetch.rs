@@ -107,6 +107,29 @@ impl Response {
     }
 }
 
+/// Answers as a server gives them, for the unit tests of collectors that classify a response.
+#[cfg(test)]
+pub(crate) mod answers {
+    use super::{Bytes, FetchError, Response, ResponseHeaders};
+
+    /// A response of `status` with `body`, 3 ms late.
+    pub(crate) fn answer(status: u16, body: &str) -> Result<Response, FetchError> {
+        Ok(Response {
+            status,
+            headers: ResponseHeaders::default(),
+            body: Bytes::from(body.to_string()),
+            latency_ms: 3.0,
+        })
+    }
+
+    /// A `Forbidden` Status body of `code` with `message`.
+    pub(crate) fn forbidden(code: u16, message: &str) -> String {
+        serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "message": message, "reason": "Forbidden", "code": code})
+        .to_string()
+    }
+}
+
 /// Why a request did not give what was asked.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum FetchError {

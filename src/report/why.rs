@@ -343,6 +343,7 @@ fn write_steps(
 fn write_verdict(
     out: &mut dyn Write,
     v: &Verdict,
+    answered: bool,
     paint: &Paint,
     width: usize,
 ) -> std::io::Result<()> {
@@ -351,7 +352,9 @@ fn write_verdict(
         && !matches!(v.class, Class::Healthy | Class::Inconclusive)
         && v.severity > Severity::Info
     {
-        head.push_str(&format!(", broke at {r}"));
+        // A request that got its answer, late, did not break: its verdict is where the time went.
+        let at = if answered { "slow at" } else { "broke at" };
+        head.push_str(&format!(", {at} {r}"));
         // An aggregated path runs authn and authz twice, in kube-apiserver and again in the
         // extension server (delegated). A 403 from the second is still Auth, but the fix is the
         // extension server's RBAC, not the user's (DESIGN §1 rule 4), so the view says whose.
@@ -430,7 +433,10 @@ pub fn render(
     }
     writeln!(out)?;
     match verdict {
-        Some(v) => write_verdict(out, v, &paint, width)?,
+        Some(v) => {
+            let answered = p.status.is_some_and(|c| (200..400).contains(&c));
+            write_verdict(out, v, answered, &paint, width)?
+        }
         None => {
             let status = p.status.map(status_line).unwrap_or_default();
             // A rule that fired on a rung of this path (etcd slow for everyone, a webhook failing

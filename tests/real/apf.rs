@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use super::{Expect, SETTLE, Scan, on_both, scan};
+use super::{Checks, Expect, SETTLE, Scan, analyze_raw, on_both, scan, why};
+use crate::util::k8s::incident::Incident;
 use crate::util::k8s::pki::users;
 use crate::util::k8s::traffic::{Call, Traffic};
 use crate::util::k8s::{Assets, ControlPlane, Generation};
@@ -122,7 +123,7 @@ fn assert_no_storage(s: &Scan) {
 
 /// A flooding client (group `flooders`) on a tiny queued priority level: its one queue of length
 /// 1 overflows, the rest get 429 (`queue-full`).
-fn flood_tiny_queued_level(assets: &Assets) -> (Scan, Expect) {
+fn flood_tiny_queued_level(assets: &Assets) -> Checks {
     let cp = ControlPlane::start(assets, &[]);
     // As the 12-apf capture: LISTs of megabytes, each admitted one a second of work, so the
     // server's own latency (its etcd calls' included) rises under the flood.
@@ -143,27 +144,54 @@ fn flood_tiny_queued_level(assets: &Assets) -> (Scan, Expect) {
     wait_429(&cp, &t);
     let s = scan(&cp, &[]);
     assert_no_storage(&s);
-    // What an on-call engineer saves during the flood: kube-apiserver's /metrics and its log
-    // (slow `List etcd3` traces of the admitted LISTs among them). The overload's latency is
-    // not a storage fault there either (3b).
-    let folder = tempfile::tempdir().unwrap();
-    let metrics = cp.kubectl(&["get", "--raw", "/metrics"]);
-    std::fs::write(folder.path().join("kube-apiserver-metrics.txt"), metrics).unwrap();
-    std::fs::write(
-        folder.path().join("kube-apiserver.log"),
-        cp.kube_apiserver().log(),
-    )
-    .unwrap();
-    assert_no_storage(&super::analyze_raw(folder.path()));
-    (
-        s,
-        Expect::Problem {
-            class: "APF",
-            kind: "PriorityLevel",
-            name: "batch-small".into(),
-            severity: "critical",
-        },
-    )
+    // `why` of one of the flooding user's LISTs, as the on-call runs it (impersonating the user
+    // and its group): the first of a few that is rejected — one the queue admitted is not the
+    // failing request.
+    let path = "/api/v1/namespaces/telemetry/configmaps";
+    let as_flooder = ["--as", users::FLOODER.0, "--as-group", "flooders"];
+    let w = cp.poll("why of a rejected LIST", SETTLE, || {
+        let w = why(&cp, "LIST", path, &as_flooder);
+        (w.request_status() == Some(429)).then_some(w)
+    });
+    // What an on-call engineer saves during the flood: the usual objects (the FlowSchemas and
+    // levels among them) and dumps, kube-apiserver's log (slow `List etcd3` traces of the admitted
+    // LISTs among them), and the user's rejected `kubectl get -v=6`. The overload's latency is not a storage fault there either (3b).
+    let mut incident = Incident::new();
+    cp.poll("a kubectl get of the flooder rejected", SETTLE, || {
+        let out = cp.kubectl_output(
+            &[
+                "get",
+                "configmaps",
+                "-n",
+                "telemetry",
+                "-v=6",
+                "--as",
+                users::FLOODER.0,
+                "--as-group",
+                "flooders",
+            ],
+            None,
+        );
+        let text = format!(
+            "{}{}exit={}\n",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            out.status.code().unwrap_or(-1)
+        );
+        text.contains(" 429 ")
+            .then(|| incident.write("kubectl-get-flooder", &text))
+    });
+    incident.usual(&cp);
+    incident.log("kube-apiserver", cp.kube_apiserver(), 2000);
+    let a = analyze_raw(incident.path());
+    assert_no_storage(&a);
+    let on_level = || Expect::Problem {
+        class: "APF",
+        kind: "PriorityLevel",
+        name: "batch-small".into(),
+        severity: "critical",
+    };
+    Checks::scan_why_raw(on_level(), s, w, ("APF", "critical"), a)
 }
 on_both!(flood_tiny_queued_level);
 

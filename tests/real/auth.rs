@@ -9,10 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Expect, SETTLE, Scan, on_both, scan};
+use super::{Checks, Expect, SETTLE, Scan, analyze_raw, on_both, scan, why};
 use crate::util::k8s::extension::{
     APISERVICE, Extension, GROUP_VERSION, Placement, apiservice_available,
 };
+use crate::util::k8s::incident::Incident;
 use crate::util::k8s::pki::{KeyPairFiles, users, valid_now};
 use crate::util::k8s::{Assets, ControlPlane};
 use extpath::pki::generate::{LeafSpec, Validity};
@@ -210,7 +211,7 @@ current-context: authz
 /// kube-apiserver authorizes with `RBAC,Webhook` and the webhook's server is gone (3f). RBAC
 /// allows the scan's admin identity first, so the webhook is never asked for it; an ordinary
 /// user's request that RBAC does not allow gets the webhook's failure.
-fn authz_webhook_unreachable(assets: &Assets) -> (Scan, Expect) {
+fn authz_webhook_unreachable(assets: &Assets) -> Checks {
     let mut cp = ControlPlane::start(assets, &[]);
     let ext = Extension::start(&cp, placement("wardle-webhook", "api"));
     let kubeconfig = unreachable_authz_webhook(cp.dir()).display().to_string();
@@ -224,15 +225,32 @@ fn authz_webhook_unreachable(assets: &Assets) -> (Scan, Expect) {
     let path = format!("/api/v1/namespaces/{}/configmaps", ext.placement.namespace);
     let (code, body) = cp.raw_get_as_token(users::ALICE.1, &path);
     assert_eq!(code, 500, "{body}");
-    (
-        scan(&cp, &[]),
-        Expect::Problem {
-            class: "Auth",
-            kind: "APIServer",
-            name: "kube-apiserver".into(),
-            severity: "critical",
-        },
-    )
+    let s = scan(&cp, &[]);
+    // `why` of alice's LIST, as the on-call runs it (impersonating her and her group), and
+    // what the on-call saves: her `kubectl get -v=6`, kube-apiserver's log, /metrics and readyz.
+    let as_alice = ["--as", users::ALICE.0, "--as-group", "wardle-users"];
+    let w = why(&cp, "LIST", &path, &as_alice);
+    let mut incident = Incident::new();
+    incident.kubectl(
+        &cp,
+        "kubectl-get-alice",
+        &[
+            &["get", "configmaps", "-n", &ext.placement.namespace, "-v=6"][..],
+            &as_alice[..],
+        ]
+        .concat(),
+    );
+    incident.write("kube-apiserver-metrics", &cp.raw_get("/metrics").1);
+    incident.write("readyz", &cp.raw_get("/readyz?verbose").1);
+    incident.log("kube-apiserver", cp.kube_apiserver(), 2000);
+    let a = analyze_raw(incident.path());
+    let on_authorizer = || Expect::Problem {
+        class: "Auth",
+        kind: "APIServer",
+        name: "kube-apiserver".into(),
+        severity: "critical",
+    };
+    Checks::scan_why_raw(on_authorizer(), s, w, ("Auth", "critical"), a)
 }
 on_both!(authz_webhook_unreachable);
 

@@ -96,11 +96,18 @@ pub(crate) struct Scan {
     pub(crate) stderr: String,
     /// `why`'s verdict on the request (null for the other commands).
     pub(crate) request_verdict: Value,
+    /// `why`'s request as sent and answered (null for the other commands).
+    pub(crate) request: Value,
     /// Which command made it, for messages.
     pub(crate) command: String,
 }
 
 impl Scan {
+    /// The HTTP status `why`'s request got (`None`: no answer, or not a `why`).
+    pub(crate) fn request_status(&self) -> Option<u16> {
+        self.request["status"].as_u64().map(|c| c as u16)
+    }
+
     /// Problems as `class severity kind/name`, for messages.
     pub(crate) fn problems(&self) -> Vec<String> {
         self.diagnosis["problems"]
@@ -277,16 +284,21 @@ fn outcome(command: &str, args: &[&str]) -> Scan {
             r.code, r.stdout, r.stderr
         )
     });
-    let (diagnosis, request_verdict) = if doc["kind"] == "WhyReport" {
-        (doc["diagnosis"].clone(), doc["verdict"].clone())
+    let (diagnosis, request_verdict, request) = if doc["kind"] == "WhyReport" {
+        (
+            doc["diagnosis"].clone(),
+            doc["verdict"].clone(),
+            doc["request"].clone(),
+        )
     } else {
-        (doc, Value::Null)
+        (doc, Value::Null, Value::Null)
     };
     Scan {
         code: r.code,
         diagnosis,
         stderr: r.stderr,
         request_verdict,
+        request,
         command: command.to_string(),
     }
 }
@@ -446,6 +458,24 @@ pub(crate) fn analyze_raw(dir: &std::path::Path) -> Scan {
 /// What a case checks: one outcome or several (its scan, and `why` and `analyze --raw` of the
 /// same broken cluster), each against its expectation.
 pub(crate) struct Checks(pub(crate) Vec<(Scan, Expect)>);
+
+impl Checks {
+    /// A scan and the on-call's folder through `analyze --raw`, both expecting `expect`, and
+    /// `why` of a failing request whose own verdict is `class` at `severity`.
+    pub(crate) fn scan_why_raw(
+        expect: Expect,
+        scan: Scan,
+        why: Scan,
+        (class, severity): (&'static str, &'static str),
+        raw: Scan,
+    ) -> Self {
+        Checks(vec![
+            (scan, expect.clone()),
+            (why, Expect::Request { class, severity }),
+            (raw, expect),
+        ])
+    }
+}
 
 impl From<(Scan, Expect)> for Checks {
     fn from(c: (Scan, Expect)) -> Self {

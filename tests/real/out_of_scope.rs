@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::{Expect, SETTLE, Scan, analyze_raw, on_both, scan};
+use super::{Checks, Expect, SETTLE, Scan, analyze_raw, on_both, scan, why};
 use crate::util::k8s::control_plane::plain_client;
 use crate::util::k8s::extension::{APISERVICE, Extension, GROUP_VERSION, Placement};
 use crate::util::k8s::pki::users;
@@ -130,7 +130,7 @@ fn corrupt_extension_keys(ext: &Extension, needle: &str) -> usize {
 /// its own etcd, so every list and get of that resource answers 500 while its readyz, its
 /// discovery and the aggregator are fine. The owner is the extension's storage: OutOfScope on its
 /// APIService, and the failing request is explained by it, never Inconclusive.
-fn extension_storage_undecodable(assets: &Assets) -> (Scan, Expect) {
+fn extension_storage_undecodable(assets: &Assets) -> Checks {
     let cp = ControlPlane::start(assets, &[]);
     let ext = Extension::start(&cp, placement("wardle-data", "storage-api"));
     let ns = &ext.placement.namespace;
@@ -142,7 +142,20 @@ fn extension_storage_undecodable(assets: &Assets) -> (Scan, Expect) {
     cp.poll("the extension's list fails", SETTLE, || {
         (cp.raw_get(&path).0 >= 500).then_some(())
     });
-    (nothing_inconclusive(scan(&cp, &[])), on_apiservice())
+    let s = nothing_inconclusive(scan(&cp, &[]));
+    // `why` of a user's LIST that failed: the extension's own storage, not a layer of the path.
+    let w = nothing_inconclusive(why(&cp, "LIST", &path, &[]));
+    vec![
+        (s, on_apiservice()),
+        (
+            w,
+            Expect::Request {
+                class: "OutOfScope",
+                severity: "warning",
+            },
+        ),
+    ]
+    .into()
 }
 on_both!(extension_storage_undecodable);
 

@@ -383,6 +383,37 @@ impl<'b> FactBase<'b> {
                 by_priority_level_uid.entry(uid).or_default().push(i);
             }
         }
+        // A 429 without the PF headers (a `kubectl -v=6` trace, `curl` without `-i`) is the
+        // one level's that alone rejects in kube-apiserver's own counters: APF counts every
+        // request it rejects (`apiserver_flowcontrol_rejected_requests_total`, over the window
+        // when there is one, else since start), so the client's 429 was rejected there. With
+        // two rejecting levels the request names none.
+        if let Some((level, schema)) = sole_rejecting_level(bundle) {
+            let level_uid = lookup.priority_level(level).map(|l| l.uid.as_str());
+            let schema_uid = schema.and_then(|name| {
+                bundle
+                    .flow_schemas
+                    .iter()
+                    .find(|f| f.name == name)
+                    .map(|f| f.uid.as_str())
+            });
+            for (i, p) in bundle.probes.iter().enumerate() {
+                let rejected = p.status == Some(429) || p.status_counts.contains_key("429");
+                let unnamed =
+                    p.headers.flow_schema_uid.is_none() && p.headers.priority_level_uid.is_none();
+                // kube-apiserver's graceful shutdown answers 429 too (`with_retry_after.go`).
+                let shutting_down = p.error_texts().iter().any(|t| t.contains("shutting down"));
+                if !(rejected && unnamed) || shutting_down {
+                    continue;
+                }
+                if let Some(uid) = level_uid.filter(|u| !u.is_empty()) {
+                    by_priority_level_uid.entry(uid).or_default().push(i);
+                }
+                if let Some(uid) = schema_uid.filter(|u| !u.is_empty()) {
+                    by_flow_schema_uid.entry(uid).or_default().push(i);
+                }
+            }
+        }
         let mut remote = bundle.api_services.iter().filter(|a| a.service.is_some());
         let sole_remote = match (remote.next(), remote.next()) {
             (Some(a), None) => Some(a.name.as_str()),
@@ -780,6 +811,49 @@ fn request_vars(
         vars.push(("logs", base.logs_of(&r, &mentions)));
     }
     vars
+}
+
+/// The one PriorityLevel (and, when one alone, FlowSchema) whose
+/// `apiserver_flowcontrol_rejected_requests_total` counts rejections in kube-apiserver's metrics:
+/// over the window when the metrics have one, else since the process started. `None` when no
+/// level or more than one rejects.
+fn sole_rejecting_level(b: &EvidenceBundle) -> Option<(&str, Option<&str>)> {
+    use crate::bundle::metrics::MetricTarget;
+    let source = b
+        .metrics
+        .iter()
+        .find(|m| m.target == MetricTarget::Apiserver)?;
+    let family = source.family("apiserver_flowcontrol_rejected_requests_total")?;
+    let windowed = source.is_windowed();
+    let mut levels: Vec<&str> = Vec::new();
+    let mut schemas: Vec<&str> = Vec::new();
+    for s in &family.series {
+        let count = if windowed {
+            s.window.as_ref().and_then(|w| w.delta).map_or(0.0, |d| d.0)
+        } else {
+            s.value.map_or(0.0, |v| v.0)
+        };
+        if count <= 0.0 {
+            continue;
+        }
+        let (Some(level), schema) = (s.labels.get("priority_level"), s.labels.get("flow_schema"))
+        else {
+            continue;
+        };
+        if !levels.contains(&level.as_str()) {
+            levels.push(level);
+        }
+        if let Some(schema) = schema
+            && !schemas.contains(&schema.as_str())
+        {
+            schemas.push(schema);
+        }
+    }
+    match (levels.as_slice(), schemas.as_slice()) {
+        ([level], [schema]) => Some((level, Some(schema))),
+        ([level], _) => Some((level, None)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -131,7 +131,10 @@ impl Incident {
             "services,endpoints",
             "flowschemas,prioritylevelconfigurations",
         ];
-        let etcd = cp.etcd.url();
+        // etcd where kube-apiserver dials it (its `--etcd-servers`), as an on-call reads it from the
+        // manifest: here the proxy in front of etcd, so a dead etcd is a connection closed on
+        // the request, not a refused dial of an address no other evidence names.
+        let etcd = format!("http://127.0.0.1:{}", cp.etcd_proxy.port);
         let (objects, metrics, readyz, etcd_metrics) = std::thread::scope(|s| {
             let objects: Vec<_> = KINDS
                 .iter()

@@ -51,15 +51,9 @@ pub enum Outcome {
 /// Send the authorizer probe.
 pub async fn probe(f: &Fetcher, deadline: Instant) -> Outcome {
     let headers = [("Impersonate-User", PROBE_USER)];
-    let res = match tokio::time::timeout_at(
-        deadline,
-        f.request_with_headers(http::Method::GET, PROBE_PATH, None, &headers),
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(_) => Err(FetchError::Timeout(f.request_timeout())),
-    };
+    let res = f
+        .request_until(deadline, http::Method::GET, PROBE_PATH, None, &headers)
+        .await;
     classify(&res)
 }
 

@@ -54,15 +54,9 @@ pub async fn probe(f: &Fetcher, owner: ObjectRef, path: &str, deadline: Instant)
         ("Impersonate-User", PROBE_USER),
         ("Impersonate-Group", PROBE_GROUP),
     ];
-    let res = match tokio::time::timeout_at(
-        deadline,
-        f.request_with_headers(http::Method::GET, path, None, &headers),
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(_) => Err(FetchError::Timeout(f.request_timeout())),
-    };
+    let res = f
+        .request_until(deadline, http::Method::GET, path, None, &headers)
+        .await;
     classify(owner, path, &res)
 }
 

@@ -154,13 +154,9 @@ pub async fn probe_all(
         .map(|(name, group, version)| async move {
             let owner = ObjectRef::cluster(Kind::ApiService, &name);
             let path = discovery_path(&group, &version);
-            let res =
-                match tokio::time::timeout_at(deadline, f.request(http::Method::GET, &path, None))
-                    .await
-                {
-                    Ok(r) => r,
-                    Err(_) => Err(FetchError::Timeout(f.request_timeout())),
-                };
+            let res = f
+                .request_until(deadline, http::Method::GET, &path, None, &[])
+                .await;
             let mut discovery = probe_from("GET", &path, Rung::Discovery, owner.clone(), &res);
             let answered = matches!(&res, Ok(r) if (200..300).contains(&r.status));
             if answered && let Ok(r) = &res {
@@ -187,15 +183,9 @@ pub async fn probe_all(
                     // storage, which a discovery document never does; limit=1 keeps that cheap on
                     // a server with many objects.
                     let list_path = format!("{path}/{resource}?limit=1");
-                    let res = match tokio::time::timeout_at(
-                        deadline,
-                        f.request(http::Method::GET, &list_path, None),
-                    )
-                    .await
-                    {
-                        Ok(r) => r,
-                        Err(_) => Err(FetchError::Timeout(f.request_timeout())),
-                    };
+                    let res = f
+                        .request_until(deadline, http::Method::GET, &list_path, None, &[])
+                        .await;
                     probe_from("GET", &list_path, Rung::Verb, owner, &res)
                 }
             }));
@@ -239,6 +229,12 @@ pub async fn probe_all(
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
+    gathered(results)
+}
+
+/// The probes and gaps of concurrent probing in one order whatever order they finished in:
+/// probes by path and user, gaps by source.
+fn gathered(results: Vec<(Vec<Probe>, Vec<Gap>)>) -> (Vec<Probe>, Vec<Gap>) {
     let mut probes = Vec::new();
     let mut gaps = Vec::new();
     for (p, g) in results {
@@ -248,14 +244,6 @@ pub async fn probe_all(
     probes.sort_by(|a, b| (&a.path, &a.user).cmp(&(&b.path, &b.user)));
     gaps.sort_by(|a, b| a.source.cmp(&b.source));
     (probes, gaps)
-}
-
-/// A GET bounded by `deadline` as well as by the fetcher's own per-request timeout.
-async fn get_by(f: &Fetcher, path: &str, deadline: Instant) -> Result<Response, FetchError> {
-    match tokio::time::timeout_at(deadline, f.request(http::Method::GET, path, None)).await {
-        Ok(r) => r,
-        Err(_) => Err(FetchError::Timeout(f.request_timeout())),
-    }
 }
 
 /// The collection path of a CRD's resource in `version`: across all namespaces, or the namespace
@@ -313,15 +301,7 @@ pub async fn probe_conversions(
         .buffer_unordered(IN_FLIGHT)
         .collect::<Vec<_>>()
         .await;
-    let mut probes = Vec::new();
-    let mut gaps = Vec::new();
-    for (p, g) in results {
-        probes.extend(p);
-        gaps.extend(g);
-    }
-    probes.sort_by(|a, b| a.path.cmp(&b.path));
-    gaps.sort_by(|a, b| a.source.cmp(&b.source));
-    (probes, gaps)
+    gathered(results)
 }
 
 /// [`probe_conversions`] of one CRD (nothing when no read of it converts).
@@ -331,7 +311,9 @@ async fn probe_conversion(f: &Fetcher, crd: &Crd, deadline: Instant) -> (Vec<Pro
     };
     let owner = ObjectRef::cluster(Kind::CustomResourceDefinition, &crd.name);
     let list_path = format!("{}?limit=1", crd_path(crd, storage, None));
-    let res = get_by(f, &list_path, deadline).await;
+    let res = f
+        .request_until(deadline, http::Method::GET, &list_path, None, &[])
+        .await;
     let control = probe_from("GET", &list_path, Rung::Verb, owner.clone(), &res);
     // kube-apiserver serves custom resources itself: every 403 here is the collector's own.
     if let Some(why) = own_permission_denied(&control, None) {
@@ -356,7 +338,9 @@ async fn probe_conversion(f: &Fetcher, crd: &Crd, deadline: Instant) -> (Vec<Pro
     // this does not answer either, the time goes to storage, not to the converter, and the
     // converted reads would say nothing about it.
     let stored = crd_path(crd, storage, Some((&namespace, &name)));
-    let res = get_by(f, &stored, deadline).await;
+    let res = f
+        .request_until(deadline, http::Method::GET, &stored, None, &[])
+        .await;
     let answered = matches!(&res, Ok(r) if (200..300).contains(&r.status));
     probes.push(probe_from("GET", &stored, Rung::Verb, owner.clone(), &res));
     if !answered {
@@ -364,7 +348,9 @@ async fn probe_conversion(f: &Fetcher, crd: &Crd, deadline: Instant) -> (Vec<Pro
     }
     for version in others {
         let path = crd_path(crd, version, Some((&namespace, &name)));
-        let res = get_by(f, &path, deadline).await;
+        let res = f
+            .request_until(deadline, http::Method::GET, &path, None, &[])
+            .await;
         probes.push(probe_from(
             "GET",
             &path,
@@ -503,15 +489,9 @@ pub async fn probe_admission(
         // with 400 instead of calling it, which the probe records as it comes.
         let path = format!("/api/v1/namespaces/{ns}/configmaps?dryRun=All");
         let body = serde_json::to_vec(&object).unwrap_or_default();
-        let res = match tokio::time::timeout_at(
-            deadline,
-            f.request(http::Method::POST, &path, Some(body)),
-        )
-        .await
-        {
-            Ok(r) => r,
-            Err(_) => Err(FetchError::Timeout(f.request_timeout())),
-        };
+        let res = f
+            .request_until(deadline, http::Method::POST, &path, Some(body), &[])
+            .await;
         probes.push(probe_from("POST", &path, Rung::Admission, owner, &res));
     }
     (probes, gaps)

@@ -595,6 +595,31 @@ impl Fetcher {
         self.request_with_headers(method, path, body, &[]).await
     }
 
+    /// [`Fetcher::request_with_headers`] that also ends at `deadline`, a collection stage's
+    /// budget: a request still running then is a timeout, reported as this fetcher's request
+    /// timeout as if it had run out.
+    ///
+    /// # Errors
+    /// [`FetchError::Timeout`] or [`FetchError::Transport`] when no response arrived.
+    pub async fn request_until(
+        &self,
+        deadline: tokio::time::Instant,
+        method: http::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Result<Response, FetchError> {
+        match tokio::time::timeout_at(
+            deadline,
+            self.request_with_headers(method, path, body, headers),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(FetchError::Timeout(self.request_timeout)),
+        }
+    }
+
     /// [`Fetcher::request`] with extra request headers (e.g. `Impersonate-User`; a header given
     /// twice is sent twice, as `Impersonate-Group` may be).
     ///

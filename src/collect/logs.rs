@@ -98,16 +98,13 @@ pub async fn fetch(
                 "/api/v1/namespaces/{ns}/pods/{name}/log?container={}&tailLines={TAIL_LINES}&limitBytes={LIMIT_BYTES}",
                 urlencode(&container)
             );
-            let res = match tokio::time::timeout_at(
-                deadline,
-                f.request(http::Method::GET, &path, None),
-            )
-            .await
+            let res = match f
+                .request_until(deadline, http::Method::GET, &path, None, &[])
+                .await
             {
-                Ok(Ok(r)) if (200..300).contains(&r.status) => Ok(r.text()),
-                Ok(Ok(r)) => Err(status_error(&r)),
-                Ok(Err(e)) => Err(e),
-                Err(_) => Err(FetchError::Timeout(f.request_timeout())),
+                Ok(r) if (200..300).contains(&r.status) => Ok(r.text()),
+                Ok(r) => Err(status_error(&r)),
+                Err(e) => Err(e),
             };
             (ns, name, owners, res)
         })

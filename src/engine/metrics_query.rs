@@ -561,6 +561,17 @@ mod tests {
     use super::*;
     use crate::promtext::{Selection, apply_window, parse_str};
 
+    /// The index of one single-dump source of `target` read from exposition `text`.
+    fn index_of(target: MetricTarget, text: &str) -> MetricsIndex {
+        MetricsIndex::new(&[MetricsSource {
+            target,
+            origin: "test".into(),
+            scraped_at: None,
+            window: None,
+            families: parse_str(text, &Selection::all()).unwrap(),
+        }])
+    }
+
     const BEFORE: &str = "\
 # TYPE req counter
 req{code=\"200\",verb=\"GET\"} 10
@@ -711,13 +722,7 @@ f_bucket{n=\"many\",le=\"0.032\"} 200
 f_bucket{n=\"many\",le=\"+Inf\"} 200
 f_count{n=\"many\"} 200
 ";
-        let idx = MetricsIndex::new(&[MetricsSource {
-            target: MetricTarget::Etcd,
-            origin: "test".into(),
-            scraped_at: None,
-            window: None,
-            families: parse_str(text, &Selection::all()).unwrap(),
-        }]);
+        let idx = index_of(MetricTarget::Etcd, text);
         let fam = vec!["f".to_string()];
         let few = idx.quantile(MetricTarget::Etcd, &fam, &sel("n", "few"), 0.99, false);
         assert!(few.value > 0.015, "{}", few.value);
@@ -739,13 +744,7 @@ w_bucket{le=\"+Inf\"} 10
 w_sum 6
 w_count 10
 ";
-        let idx = MetricsIndex::new(&[MetricsSource {
-            target: MetricTarget::Apiserver,
-            origin: "test".into(),
-            scraped_at: None,
-            window: None,
-            families: parse_str(text, &Selection::all()).unwrap(),
-        }]);
+        let idx = index_of(MetricTarget::Apiserver, text);
         let q = idx.quantile(
             MetricTarget::Apiserver,
             &["w".to_string()],
@@ -777,13 +776,7 @@ w_bucket{name=\"fast\",le=\"+Inf\"} 10
 w_sum{name=\"fast\"} 0.5
 w_count{name=\"fast\"} 10
 ";
-        let idx = MetricsIndex::new(&[MetricsSource {
-            target: MetricTarget::Apiserver,
-            origin: "test".into(),
-            scraped_at: None,
-            window: None,
-            families: parse_str(text, &Selection::all()).unwrap(),
-        }]);
+        let idx = index_of(MetricTarget::Apiserver, text);
         let fam = vec!["w".to_string()];
         let slow = idx.quantile(
             MetricTarget::Apiserver,

@@ -397,17 +397,7 @@ pub async fn list_to_version(
     // when the cache filled or the object last changed, and is served as it is; the others are
     // converted now, in one review, as the cache's fill or its next event would.
     let cache_key = format!("{}/{}/{}", def.group, def.version, def.resource);
-    let object_key = |o: &Value| {
-        format!(
-            "{}/{}",
-            o.pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-            o.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-        )
-    };
+    let object_key = super::store::namespaced_name;
     let version_of = |o: &Value| {
         o.pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)

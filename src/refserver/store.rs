@@ -398,6 +398,20 @@ impl Store {
     }
 }
 
+/// An object's `namespace/name` (`/name` when cluster-scoped): the order lists are served in and
+/// continue from, and an object's identity across versions of its resource.
+pub fn namespaced_name(o: &Value) -> String {
+    format!(
+        "{}/{}",
+        o.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        o.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -823,7 +823,11 @@ fn sole_rejecting_level(b: &EvidenceBundle) -> Option<(&str, Option<&str>)> {
         .metrics
         .iter()
         .find(|m| m.target == MetricTarget::Apiserver)?;
-    let family = source.family("apiserver_flowcontrol_rejected_requests_total")?;
+    // Under whichever name this release exposes it (the one version table).
+    let family =
+        crate::bundle::metrics::names_to_try("apiserver_flowcontrol_rejected_requests_total")
+            .into_iter()
+            .find_map(|name| source.family(name))?;
     let windowed = source.is_windowed();
     let mut levels: Vec<&str> = Vec::new();
     let mut schemas: Vec<&str> = Vec::new();

@@ -6,6 +6,7 @@
 //! admission → storage (where faults apply) → post-write controllers. Reads of custom resources at a
 //! version other than the stored one go through conversion. Watch is in `watch.rs`.
 
+use crate::refserver::store::namespaced_name;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -119,7 +120,7 @@ async fn list(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Api
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
-        items.retain(|o| sort_key(o) > after);
+        items.retain(|o| namespaced_name(o) > after);
     }
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if let Some(limit) = info
@@ -131,7 +132,7 @@ async fn list(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Api
     {
         let remaining = items.len() - limit;
         items.truncate(limit);
-        let last = items.last().map(sort_key).unwrap_or_default();
+        let last = items.last().map(namespaced_name).unwrap_or_default();
         meta["continue"] = json!(base64::engine::general_purpose::STANDARD.encode(last));
         meta["remainingItemCount"] = json!(remaining);
     }
@@ -152,18 +153,6 @@ async fn list(state: &Arc<State>, call: &Call<'_>) -> Result<Response<Body>, Api
             "items": items,
         }),
     ))
-}
-
-fn sort_key(o: &Value) -> String {
-    format!(
-        "{}/{}",
-        o.pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or(""),
-        o.pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    )
 }
 
 fn decode_body(call: &Call<'_>) -> Result<Value, ApiError> {

@@ -12,6 +12,8 @@
 //!   aggregation and its list filter;
 //! * [`go_duration`] — Go's `time.ParseDuration`, used by the reference server's `?timeout=` and
 //!   the raw importer's trace lines;
+//! * [`kind_resource`] — apimachinery's `UnsafeGuessKindToResource`, used by `why`'s planning of a
+//!   write and by the raw importer's reading of a write's error;
 //! * [`query_bool`] — apimachinery's boolean query parameter (`?watch=`), used by `why`'s
 //!   [`Target`](crate::collect::why::target::Target) and the reference server's `RequestInfo`.
 //!
@@ -26,6 +28,7 @@
 //! This module depends on nothing else in the crate.
 
 pub mod go_duration;
+pub mod kind_resource;
 pub mod label_selector;
 pub mod query_bool;
 pub mod x509_host;

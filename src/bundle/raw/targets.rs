@@ -21,6 +21,7 @@ use regex::Regex;
 use std::collections::BTreeMap;
 
 use crate::bundle::{EvidenceBundle, HopLayer, Kind, ObjectRef, Probe, WebhookKind, WebhookTarget};
+use crate::semantics::kind_resource::guess_resource;
 
 static WEBHOOK_NAMED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?:failed calling webhook|admission webhook) "([^"]+)""#).expect("static regex")
@@ -266,22 +267,6 @@ fn patched_by(p: &Probe, b: &EvidenceBundle) -> Option<ObjectRef> {
     Some(ObjectRef::cluster(Kind::MutatingWebhook, &only.name))
 }
 
-/// The resource of a kind as apimachinery's `UnsafeGuessKindToResource` guesses it: lower case,
-/// plural by its suffix (`endpoints` stays, `-s` → `-ses`, `-y` → `-ies`, else `-s`).
-fn guess_resource(kind: &str) -> String {
-    let singular = kind.to_lowercase();
-    if singular.is_empty() || singular.ends_with("endpoints") {
-        return singular;
-    }
-    if singular.ends_with('s') {
-        return format!("{singular}es");
-    }
-    if let Some(stem) = singular.strip_suffix('y') {
-        return format!("{stem}ies");
-    }
-    format!("{singular}s")
-}
-
 /// `host:port` (`[v6]:port` too) as host and port.
 fn split_host_port(address: &str) -> Option<(&str, u16)> {
     let (host, port) = address.rsplit_once(':')?;
@@ -465,15 +450,6 @@ pub(crate) fn webhooks_named(p: &Probe) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kinds_guess_their_resource_as_apimachinery_does() {
-        assert_eq!(guess_resource("ConfigMap"), "configmaps");
-        assert_eq!(guess_resource("configmap"), "configmaps");
-        assert_eq!(guess_resource("Ingress"), "ingresses");
-        assert_eq!(guess_resource("NetworkPolicy"), "networkpolicies");
-        assert_eq!(guess_resource("Endpoints"), "endpoints");
-    }
 
     #[test]
     fn paths_map_to_api_services() {

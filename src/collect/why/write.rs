@@ -154,18 +154,7 @@ pub fn resource_for_kind(doc: &Value, kind: &str) -> Option<(String, bool)> {
     })
 }
 
-/// kubectl's guess of a resource from a kind when discovery cannot say
-/// (`meta.UnsafeGuessKindToResource`): lowercase, then plural.
-pub fn guess_resource(kind: &str) -> String {
-    let singular = kind.to_ascii_lowercase();
-    if singular.ends_with('s') {
-        format!("{singular}es")
-    } else if let Some(stem) = singular.strip_suffix('y') {
-        format!("{stem}ies")
-    } else {
-        format!("{singular}s")
-    }
-}
+use crate::semantics::kind_resource::guess_resource;
 
 /// The dry-run write of `obj`: the target, the body to send, and the gaps of the planning.
 ///

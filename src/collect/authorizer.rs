@@ -57,13 +57,6 @@ pub async fn probe(f: &Fetcher, deadline: Instant) -> Outcome {
     classify(&res)
 }
 
-fn text_of(r: &Response) -> String {
-    r.status_body()
-        .map(|s| s.message)
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| super::fetch::body_excerpt(&r.body))
-}
-
 /// What an answer to the authorizer probe is (see the module documentation).
 pub fn classify(res: &Result<Response, FetchError>) -> Outcome {
     let r = match res {
@@ -79,7 +72,7 @@ pub fn classify(res: &Result<Response, FetchError>) -> Outcome {
             ));
         }
     };
-    let text = text_of(r);
+    let text = r.message();
     match r.status {
         // The impersonation filter runs before authorization: this 403 is about the collector's
         // own rights, and no authorizer was asked about the probe's user.

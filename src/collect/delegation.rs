@@ -60,13 +60,6 @@ pub async fn probe(f: &Fetcher, owner: ObjectRef, path: &str, deadline: Instant)
     classify(owner, path, &res)
 }
 
-fn text_of(r: &Response) -> String {
-    r.status_body()
-        .map(|s| s.message)
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| super::fetch::body_excerpt(&r.body))
-}
-
 /// What an answer to the delegation probe is: evidence, or a gap (see the module documentation).
 pub fn classify(owner: ObjectRef, path: &str, res: &Result<Response, FetchError>) -> Outcome {
     let source = gap_source(&owner);
@@ -80,7 +73,7 @@ pub fn classify(owner: ObjectRef, path: &str, res: &Result<Response, FetchError>
             ));
         }
     };
-    let text = text_of(r);
+    let text = r.message();
     let rung = match r.status {
         200..=299 => Rung::Authz,
         401 => Rung::Authn,

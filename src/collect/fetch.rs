@@ -101,6 +101,14 @@ impl Response {
             .and_then(|v| StatusBody::from_json(&v))
     }
 
+    /// What the server said: a `Status` body's message, else an excerpt of the body.
+    pub fn message(&self) -> String {
+        self.status_body()
+            .map(|s| s.message)
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| body_excerpt(&self.body))
+    }
+
     /// The body as text (lossy), for non-Status error bodies.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -932,11 +940,7 @@ impl LineSplitter {
 
 /// The error for a non-2xx response: the Status message when there is one, else the body text.
 pub fn status_error(res: &Response) -> FetchError {
-    let message = res
-        .status_body()
-        .map(|s| s.message)
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| body_excerpt(&res.body));
+    let message = res.message();
     FetchError::Status {
         code: res.status,
         message,

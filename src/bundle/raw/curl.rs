@@ -66,7 +66,7 @@ pub(crate) fn read_response(
     let mut saw_headers = false;
     for line in &lines[..trailer_start] {
         // `curl -v`: `> ` request lines, `< ` response lines (a bare `<`/`>` ends a header block),
-        // `* ` connection notes, `{ `/`} ` TLS notes.
+        // `* ` connection notes, `{ [`/`} [` data markers.
         if *line == ">" || line.starts_with("> ") {
             request_line(&mut probe, line.trim_start_matches('>').trim_start());
             continue;
@@ -75,7 +75,8 @@ pub(crate) fn read_response(
             dial.note(line);
             continue;
         }
-        if line.starts_with("{ ") || line.starts_with("} ") {
+        // Data markers; the `< ` header lines are read below.
+        if line.starts_with("{ [") || line.starts_with("} [") {
             continue;
         }
         let verbose = *line == "<" || line.starts_with("< ");
@@ -171,7 +172,7 @@ pub(crate) fn read_output(
                     request.get_or_insert(l.trim_start_matches('>').trim_start());
                     return false;
                 }
-                !(l.starts_with("{ ") || l.starts_with("} ") || l.starts_with("< ") || *l == ">")
+                !is_verbose_line(l)
             })
             .collect()
     } else {
@@ -214,6 +215,20 @@ pub(crate) fn read_output(
     }
     imp.probe(pending);
     Ok(Yield::Used)
+}
+
+/// A line only `curl -v` writes around a body: its notes (`* `), the request it sent (`> `, a
+/// lone `>`), the response headers it shows (`< `, a lone `<`), and its data markers (`{ [5 bytes
+/// data]`, `} [512 bytes data]` — with the bracket: a pretty-printed JSON body's `{ "kind"…` is
+/// body).
+pub(crate) fn is_verbose_line(line: &str) -> bool {
+    line.starts_with("* ")
+        || line.starts_with("> ")
+        || line.starts_with("< ")
+        || line == ">"
+        || line == "<"
+        || line.starts_with("{ [")
+        || line.starts_with("} [")
 }
 
 /// What curl's `-v` connection notes say about the dial: the address (`host:port`) and why it

@@ -282,17 +282,10 @@ fn starts_like_json(line: &str) -> bool {
 fn is_curl_output(lines: &[&str]) -> bool {
     let (start, trailers) = split_trailer(lines);
     let curl_trailer = trailers.iter().any(|t| !matches!(t, Trailer::Exit { .. }));
-    let verbose_note = |l: &&str| {
-        l.starts_with("* ")
-            || l.starts_with("> ")
-            || *l == ">"
-            || l.starts_with("{ [")
-            || l.starts_with("} [")
-    };
     let body: Vec<&str> = lines[..start]
         .iter()
         .copied()
-        .filter(|l| !verbose_note(l))
+        .filter(|l| !super::curl::is_verbose_line(l))
         .collect();
     let known_body = !body.is_empty()
         && body.len() <= 4

@@ -143,7 +143,7 @@ webhooks:
     }
 
     /// What a scan should blame: this webhook, critical under `Fail`.
-    fn blamed(&self, severity: &'static str) -> Expect {
+    pub(super) fn blamed(&self, severity: &'static str) -> Expect {
         Expect::Problem {
             class: "Admission",
             kind: self.kind(),
@@ -179,6 +179,20 @@ pub(super) fn install(cp: &ControlPlane, hook: &Hook, backend: &Backend, traffic
     cp.poll("a create through the webhook succeeds", SETTLE, || {
         (traffic.count(201) > 0 && backend.calls() > 0).then_some(())
     });
+}
+
+/// `hook` guarding `namespace` (its label on the namespace), clients creating ConfigMaps there,
+/// and the hook installed and working: the clients' traffic, still running.
+pub(super) fn guarded_creates(
+    cp: &ControlPlane,
+    hook: &Hook,
+    backend: &Backend,
+    namespace: &str,
+) -> Traffic {
+    guarded_namespace(cp, namespace, hook.label);
+    let traffic = configmap_creates(cp, namespace);
+    install(cp, hook, backend, &traffic);
+    traffic
 }
 
 /// Wait until a few more requests than now fail with `status`.
@@ -296,9 +310,7 @@ fn refused_validating(assets: &Assets) -> (ControlPlane, Backend, Hook<'static>,
         failure_policy: "Fail",
         timeout_seconds: 5,
     };
-    guarded_namespace(&cp, "team-a", hook.label);
-    let traffic = configmap_creates(&cp, "team-a");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "team-a");
     backend.stop();
     wait_failing(&cp, &traffic, 500);
     (cp, backend, hook, traffic)
@@ -323,9 +335,7 @@ fn mutating_backend_stalls(assets: &Assets) -> Checks {
         failure_policy: "Fail",
         timeout_seconds: 2,
     };
-    guarded_namespace(&cp, "shop", hook.label);
-    let traffic = configmap_creates(&cp, "shop");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "shop");
     backend.answer(Answer::Stall(Duration::from_secs(8)));
     wait_failing(&cp, &traffic, 500);
     let s = scan(&cp, &[]);
@@ -366,9 +376,7 @@ fn validating_answers_500(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Fail",
         timeout_seconds: 10,
     };
-    guarded_namespace(&cp, "invoices", hook.label);
-    let traffic = configmap_creates(&cp, "invoices");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "invoices");
     backend.answer(Answer::Status(500));
     wait_failing(&cp, &traffic, 500);
     (scan(&cp, &[]), hook.blamed("critical"))
@@ -461,7 +469,8 @@ spec:
         Traffic::start(cp, calls, 2, Duration::from_millis(100))
     }
 
-    fn blamed(&self, severity: &'static str) -> Expect {
+    /// What a scan should blame: this CRD (its conversion webhook).
+    pub(super) fn blamed(&self, severity: &'static str) -> Expect {
         Expect::Problem {
             class: "Admission",
             kind: "CustomResourceDefinition",
@@ -628,9 +637,7 @@ fn answers_500_without_window(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Fail",
         timeout_seconds: 5,
     };
-    guarded_namespace(&cp, "catalog", hook.label);
-    let traffic = configmap_creates(&cp, "catalog");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "catalog");
     backend.answer(Answer::Status(500));
     wait_failing(&cp, &traffic, 500);
     drop(traffic);
@@ -660,9 +667,7 @@ fn mutating_patch_makes_object_invalid(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Fail",
         timeout_seconds: 5,
     };
-    guarded_namespace(&cp, "analytics", hook.label);
-    let traffic = configmap_creates(&cp, "analytics");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "analytics");
     backend.answer(Answer::Patch(serde_json::json!([
         {"op": "add", "path": "/metadata/labels", "value": {"cost-center": "team a / b"}}
     ])));
@@ -685,9 +690,7 @@ fn mutating_patch_does_not_apply(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Fail",
         timeout_seconds: 5,
     };
-    guarded_namespace(&cp, "batch-jobs", hook.label);
-    let traffic = configmap_creates(&cp, "batch-jobs");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "batch-jobs");
     backend.answer(Answer::Patch(serde_json::json!([
         {"op": "replace", "path": "/spec/replicas", "value": 3}
     ])));
@@ -711,9 +714,7 @@ fn validating_denies_by_policy(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Fail",
         timeout_seconds: 5,
     };
-    guarded_namespace(&cp, "payments", hook.label);
-    let traffic = configmap_creates(&cp, "payments");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "payments");
     let message = "every ConfigMap in this namespace needs an owner label";
     backend.answer(Answer::Deny(message.into()));
     wait_failing(&cp, &traffic, 403);
@@ -768,9 +769,7 @@ fn raw_patch_makes_object_invalid(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Fail",
         timeout_seconds: 5,
     };
-    guarded_namespace(&cp, "releases", hook.label);
-    let traffic = configmap_creates(&cp, "releases");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "releases");
     backend.answer(Answer::Patch(serde_json::json!([
         {"op": "add", "path": "/metadata/labels", "value": {"release": "v1.2 (final)"}}
     ])));
@@ -816,9 +815,7 @@ fn raw_denied_by_policy(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Fail",
         timeout_seconds: 5,
     };
-    guarded_namespace(&cp, "storefront", hook.label);
-    let traffic = configmap_creates(&cp, "storefront");
-    install(&cp, &hook, &backend, &traffic);
+    let traffic = guarded_creates(&cp, &hook, &backend, "storefront");
     let message = "configuration must come from the approved registry";
     backend.answer(Answer::Deny(message.into()));
     wait_failing(&cp, &traffic, 403);

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::admission::{Client, Crd, Hook, configmap_creates, guarded_namespace, install};
+use super::admission::{Client, Crd, Hook, guarded_creates};
 use super::{Expect, Scan, on_both, scan};
 use crate::util::k8s::backend::{Answer, Backend};
 use crate::util::k8s::{Assets, ControlPlane};
@@ -29,10 +29,8 @@ fn webhook_steady_under_timeout(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Fail",
         timeout_seconds: 1,
     };
-    guarded_namespace(&cp, "catalog", hook.label);
-    let traffic = configmap_creates(&cp, "catalog");
     backend.answer(Answer::Stall(Duration::from_millis(600)));
-    install(&cp, &hook, &backend, &traffic);
+    let _traffic = guarded_creates(&cp, &hook, &backend, "catalog");
     (scan(&cp, &[]), Expect::Healthy)
 }
 on_both!(webhook_steady_under_timeout);
@@ -102,19 +100,11 @@ fn webhook_by_url_refused_fails_open(assets: &Assets) -> (Scan, Expect) {
         failure_policy: "Ignore",
         timeout_seconds: 3,
     };
-    guarded_namespace(&cp, "billing", hook.label);
-    let traffic = configmap_creates(&cp, "billing");
-    install(&cp, &hook, &backend, &traffic);
+    let _traffic = guarded_creates(&cp, &hook, &backend, "billing");
     backend.stop();
     let s = scan(&cp, &[]);
     assert_no_empty_interpolation(&s);
-    let expect = Expect::Problem {
-        class: "Admission",
-        kind: "MutatingWebhook",
-        name: hook.name.into(),
-        severity: "warning",
-    };
-    (s, expect)
+    (s, hook.blamed("warning"))
 }
 on_both!(webhook_by_url_refused_fails_open);
 
@@ -138,13 +128,7 @@ fn converter_by_url_refused(assets: &Assets) -> (Scan, Expect) {
     });
     let s = scan(&cp, &[]);
     assert_no_empty_interpolation(&s);
-    let expect = Expect::Problem {
-        class: "Admission",
-        kind: "CustomResourceDefinition",
-        name: crd.name(),
-        severity: "critical",
-    };
-    (s, expect)
+    (s, crd.blamed("critical"))
 }
 on_both!(converter_by_url_refused);
 
